@@ -1,0 +1,110 @@
+"""The HIP runtime probe. Runs as ``python -m strata_core.detect.hip_probe`` in a child process
+and prints one JSON object, so that a runtime that crashes or hangs cannot take the caller down.
+
+Attribute ids and struct offsets: reference/notes-detection.md section 3.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+CDEF = """
+typedef int hipError_t;
+hipError_t hipRuntimeGetVersion(int *runtimeVersion);
+hipError_t hipGetDeviceCount(int *count);
+hipError_t hipDeviceGetName(char *name, int len, int device);
+hipError_t hipDeviceTotalMem(size_t *bytes, int device);
+hipError_t hipDeviceGetPCIBusId(char *pciBusId, int len, int device);
+hipError_t hipDeviceGetAttribute(int *value, int attr, int device);
+hipError_t hipGetDevicePropertiesR0600(void *prop, int device);
+hipError_t hipGetDeviceProperties(void *prop, int device);
+const char *hipGetErrorString(hipError_t error);
+"""
+
+SONAMES = ("libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5")
+HIP_SUCCESS = 0
+HIP_ERROR_NO_DEVICE = 100
+ATTR_INTEGRATED = 16
+ATTR_WARP_SIZE = 87
+# gcnArchName offsets in hipDeviceProp_tR0600 and in the legacy (R0000) layout.
+GCN_ARCH_NAME_OFFSETS = (("hipGetDevicePropertiesR0600", 1160), ("hipGetDeviceProperties", 396))
+PROPS_BUFFER_BYTES = 4096
+
+
+def candidate_paths(env: dict[str, str]) -> list[str]:
+    """Library names to try, in order: an explicit STRATA_HIP_LIBRARY, then each soname
+    through the loader's search path, then under $ROCM_PATH/lib and /opt/rocm/lib."""
+    if env.get("STRATA_HIP_LIBRARY"):
+        return [env["STRATA_HIP_LIBRARY"]]
+    roots = [r for r in (env.get("ROCM_PATH"), "/opt/rocm") if r]
+    return [name for soname in SONAMES
+            for name in (soname, *(os.path.join(r, "lib", soname) for r in roots))]
+
+
+def probe(env: dict[str, str]) -> dict:
+    import cffi
+
+    ffi = cffi.FFI()
+    ffi.cdef(CDEF)
+    tried = []
+    for path in candidate_paths(env):
+        try:
+            lib = ffi.dlopen(path)
+        except OSError:
+            tried.append(path)
+            continue
+        return _query(ffi, lib, path)
+    return {"library": None, "tried": tried}
+
+
+def _query(ffi, lib, path: str) -> dict:
+    def error(code: int) -> str:
+        return ffi.string(lib.hipGetErrorString(code)).decode(errors="replace")
+
+    result: dict = {"library": path, "devices": []}
+    version = ffi.new("int *")
+    if lib.hipRuntimeGetVersion(version) == HIP_SUCCESS:
+        result["runtime_version"] = version[0]
+    count = ffi.new("int *")
+    status = lib.hipGetDeviceCount(count)
+    if status == HIP_ERROR_NO_DEVICE:
+        return result
+    if status != HIP_SUCCESS:
+        result["error"] = f"hipGetDeviceCount: {error(status)} ({status})"
+        return result
+    for index in range(count[0]):
+        result["devices"].append(_device(ffi, lib, index))
+    return result
+
+
+def _device(ffi, lib, index: int) -> dict:
+    device: dict = {"index": index}
+    text = ffi.new("char[256]")
+    if lib.hipDeviceGetName(text, 256, index) == HIP_SUCCESS:
+        device["name"] = ffi.string(text).decode(errors="replace")
+    if lib.hipDeviceGetPCIBusId(text, 256, index) == HIP_SUCCESS:
+        device["pci"] = ffi.string(text).decode(errors="replace").lower()
+    total = ffi.new("size_t *")
+    if lib.hipDeviceTotalMem(total, index) == HIP_SUCCESS:
+        device["total_mem"] = total[0]
+    value = ffi.new("int *")
+    if lib.hipDeviceGetAttribute(value, ATTR_INTEGRATED, index) == HIP_SUCCESS:
+        device["integrated"] = bool(value[0])
+    if lib.hipDeviceGetAttribute(value, ATTR_WARP_SIZE, index) == HIP_SUCCESS:
+        device["warp_size"] = value[0]
+    props = ffi.new("char[]", PROPS_BUFFER_BYTES)
+    for symbol, offset in GCN_ARCH_NAME_OFFSETS:
+        try:
+            get_properties = getattr(lib, symbol)
+        except AttributeError:
+            continue
+        if get_properties(props, index) == HIP_SUCCESS:
+            device["gcn_arch_name"] = ffi.string(props + offset).decode(errors="replace")
+            break
+    return device
+
+
+if __name__ == "__main__":
+    json.dump(probe(dict(os.environ)), sys.stdout)

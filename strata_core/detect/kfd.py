@@ -1,0 +1,163 @@
+"""Built-in detector: the kernel's KFD topology and the amdgpu DRM counters under a sysfs root.
+
+Format facts (reference/notes-detection.md section 2): one ``name value`` line per field,
+all decimal; CPU nodes have ``gfx_target_version 0``; ``location_id`` is bus<<8 | devfn.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import archdb
+from ..hookspec import hookimpl
+from ..records import Detection, DetectionContext, DeviceReport
+
+strata_api_version = 1
+
+NODES_DIR = Path("class/kfd/kfd/topology/nodes")
+GIB = 1 << 30
+
+
+@hookimpl
+def strata_detect_devices(context: DetectionContext) -> Detection:
+    return walk(context.sysfs)
+
+
+def walk(sysfs: Path) -> Detection:
+    nodes_dir = sysfs / NODES_DIR
+    if not nodes_dir.is_dir():
+        return Detection(notes=(f"no KFD topology at {nodes_dir} (is the amdgpu driver loaded?)",))
+    reports, problems = [], []
+    nodes = [p for p in nodes_dir.iterdir() if p.name.isdigit()]
+    for node in sorted(nodes, key=lambda p: int(p.name)):
+        report = _read_node(sysfs, node, problems)
+        if report is not None:
+            reports.append(report)
+    return Detection(reports=tuple(reports), problems=tuple(problems))
+
+
+def parse_properties(path: Path, problems: list[str]) -> dict[str, int] | None:
+    """The fields of one ``properties`` file; None when it cannot be read at all."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        problems.append(f"{path}: cannot read ({exc.strerror or exc}); node skipped")
+        return None
+    except UnicodeDecodeError:
+        problems.append(f"{path}: not text; node skipped")
+        return None
+    fields: dict[str, int] = {}
+    for lineno, line in enumerate(text.splitlines(), 1):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != 2 or not parts[1].isdigit():
+            problems.append(f"{path}:{lineno}: expected 'name value', got {line.strip()!r}")
+            continue
+        fields[parts[0]] = int(parts[1])
+    if not fields:
+        problems.append(f"{path}: empty; node skipped")
+        return None
+    return fields
+
+
+def decode_gfx_target_version(version: int) -> str:
+    """110000 -> gfx1100, 120001 -> gfx1201, 90006 -> gfx906, 110501 -> gfx1151."""
+    major, minor, stepping = version // 10000, (version // 100) % 100, version % 100
+    if major == 0 or minor > 0xF or stepping > 0xF:
+        raise ValueError(f"gfx_target_version {version} does not decode to a gfx target")
+    return f"gfx{major}{minor:x}{stepping:x}"
+
+
+def pci_address(domain: int, location_id: int) -> str:
+    return f"{domain:04x}:{location_id >> 8:02x}:{(location_id >> 3) & 0x1F:02x}.{location_id & 7:x}"
+
+
+def _read_node(sysfs: Path, node: Path, problems: list[str]) -> DeviceReport | None:
+    path = node / "properties"
+    if not path.exists():
+        problems.append(f"{node}: no properties file; node skipped")
+        return None
+    fields = parse_properties(path, problems)
+    if fields is None:
+        return None
+    if "gfx_target_version" not in fields:
+        problems.append(f"{path}: no gfx_target_version; node skipped")
+        return None
+    if fields["gfx_target_version"] == 0:
+        return None  # a CPU node
+    try:
+        gfx = decode_gfx_target_version(fields["gfx_target_version"])
+    except ValueError as exc:
+        problems.append(f"{path}: {exc}; node skipped")
+        return None
+    pci = None
+    if "location_id" in fields:
+        pci = pci_address(fields.get("domain", 0), fields["location_id"])
+    unique_id = f"{fields['unique_id']:016x}" if fields.get("unique_id") else None
+    drm = _drm_device_dir(sysfs, fields.get("drm_render_minor"), pci)
+    vram = _read_counter(drm, "mem_info_vram_total", problems)
+    gtt = _read_counter(drm, "mem_info_gtt_total", problems)
+    integrated, evidence = _integrated_evidence(gfx, drm, vram, gtt)
+    return DeviceReport(
+        source="kfd",
+        pci=pci,
+        unique_id=unique_id,
+        node_id=int(node.name),
+        name=_read_text(drm, "product_name"),
+        gfx=gfx,
+        wave_size=fields.get("wave_front_size") or None,
+        vram_bytes=vram,
+        gtt_bytes=gtt,
+        integrated=integrated,
+        integrated_evidence=evidence,
+    )
+
+
+def _drm_device_dir(sysfs: Path, render_minor: int | None, pci: str | None) -> Path | None:
+    drm = sysfs / "class/drm"
+    if render_minor:
+        candidate = drm / f"renderD{render_minor}" / "device"
+        if candidate.is_dir():
+            return candidate
+    if pci is None or not drm.is_dir():
+        return None
+    for card in sorted(drm.glob("card*/device")):
+        if f"PCI_SLOT_NAME={pci}" in (_read_text(card, "uevent") or "").split("\n"):
+            return card
+    return None
+
+
+def _read_text(directory: Path | None, name: str) -> str | None:
+    if directory is None:
+        return None
+    try:
+        return (directory / name).read_text().strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _read_counter(directory: Path | None, name: str, problems: list[str]) -> int | None:
+    text = _read_text(directory, name)
+    if text is None:
+        return None
+    try:
+        return int(text, 0)
+    except ValueError:
+        problems.append(f"{directory / name}: expected a byte count, got {text[:40]!r}")
+        return None
+
+
+def _integrated_evidence(gfx: str, drm: Path | None, vram: int | None,
+                         gtt: int | None) -> tuple[bool | None, str | None]:
+    arch = archdb.lookup(gfx)
+    if arch is not None and arch.integrated_only:
+        return True, f"{gfx} exists only as an integrated GPU"
+    for marker in ("board_info", "mem_info_vram_vendor"):
+        if drm is not None and (drm / marker).exists():
+            return False, f"DRM {marker} present (amdgpu hides it on APUs)"
+    if vram is not None and gtt is not None:
+        if vram <= 4 * GIB and gtt >= 8 * GIB and gtt >= 4 * vram:
+            return True, f"VRAM {vram / GIB:.1f} GiB against GTT {gtt / GIB:.1f} GiB"
+        return False, f"VRAM {vram / GIB:.1f} GiB against GTT {gtt / GIB:.1f} GiB"
+    return None, None

@@ -1,0 +1,97 @@
+"""What the ROCm runtime does with its visibility and override variables, as pure functions.
+
+ROCR_VISIBLE_DEVICES filters (and orders) the GPUs in KFD order, by index or ``GPU-<uuid>``;
+then HIP_VISIBLE_DEVICES (or CUDA_VISIBLE_DEVICES) filters the result. In each, an empty
+value or ``-1`` leaves no device and the first invalid token ends the list. HIP device
+numbers are positions after both filters. HSA_OVERRIDE_GFX_VERSION_<node> and then
+HSA_OVERRIDE_GFX_VERSION replace the target the runtime loads code for.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+import attrs
+
+RUNTIME_VARIABLES = frozenset({
+    "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES",
+    "HSA_OVERRIDE_GFX_VERSION",
+})
+OVERRIDE = "HSA_OVERRIDE_GFX_VERSION"
+
+
+def is_runtime_variable(name: str) -> bool:
+    return name in RUNTIME_VARIABLES or name.startswith(OVERRIDE + "_")
+
+
+@attrs.frozen
+class Visibility:
+    """``order``: positions (into the input list) of the visible GPUs, in HIP order;
+    ``hidden``: position -> the variable that hid it."""
+
+    order: tuple[int, ...]
+    hidden: Mapping[int, str]
+
+
+def _select(value: str, candidates: Sequence[int], uuids: Sequence[str | None]) -> list[int]:
+    value = value.strip()
+    if value in ("", "-1"):
+        return []
+    chosen: list[int] = []
+    for token in (t.strip() for t in value.split(",")):
+        if token.upper().startswith("GPU-"):
+            wanted = token[4:].lower()
+            match = [c for c in candidates if uuids[c] is not None and uuids[c] == wanted]
+            if not match:
+                break
+            position = match[0]
+        elif token.isdigit() and int(token) < len(candidates):
+            position = candidates[int(token)]
+        else:
+            break
+        if position not in chosen:
+            chosen.append(position)
+    return chosen
+
+
+def visible_devices(uuids: Sequence[str | None], env: Mapping[str, str]) -> Visibility:
+    """Apply the runtime's visibility variables to GPUs given by their unique ids in KFD order."""
+    order = list(range(len(uuids)))
+    hidden: dict[int, str] = {}
+    hip_key = "HIP_VISIBLE_DEVICES" if "HIP_VISIBLE_DEVICES" in env else "CUDA_VISIBLE_DEVICES"
+    for key in ("ROCR_VISIBLE_DEVICES", hip_key):
+        if key not in env:
+            continue
+        kept = _select(env[key], order, uuids)
+        for position in order:
+            if position not in kept:
+                hidden[position] = f"{key}={env[key]}"
+        order = kept
+    return Visibility(tuple(order), hidden)
+
+
+_VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
+
+
+def parse_override(value: str) -> str:
+    """``11.0.0`` -> ``gfx1100``, ``9.0.6`` -> ``gfx906``, ``10.3.0`` -> ``gfx1030``."""
+    match = _VERSION.match(value.strip())
+    if not match:
+        raise ValueError(f"expected MAJOR.MINOR.STEPPING, got {value!r}")
+    major, minor, stepping = (int(g) for g in match.groups())
+    if major == 0 or minor > 0xF or stepping > 0xF:
+        raise ValueError(f"{value!r} names no gfx target (minor and stepping go up to 15)")
+    return f"gfx{major}{minor:x}{stepping:x}"
+
+
+def override_for(node_id: int | None, env: Mapping[str, str]) -> tuple[str, str] | None:
+    """The (variable, raw value) that overrides this KFD node's target, if any.
+
+    The per-node variable wins over the global one; an empty value counts as unset.
+    """
+    keys = ([f"{OVERRIDE}_{node_id}"] if node_id is not None else []) + [OVERRIDE]
+    for key in keys:
+        if env.get(key, "").strip():
+            return key, env[key]
+    return None

@@ -1,0 +1,126 @@
+"""From detector reports to :class:`Device` records: merge, name, visibility, overrides."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import attrs
+
+from . import archdb
+from .detect.visibility import override_for, parse_override, visible_devices
+from .manager import PluginManager
+from .records import Detection, DetectionContext, Device, DeviceReport
+
+#: Facts where KFD (the kernel, and its DRM counters) is trusted over the HIP runtime:
+#: the physical target (HIP reports the overridden one) and memory sizes.
+KERNEL_FIRST = frozenset({"gfx", "vram_bytes", "gtt_bytes", "node_id", "unique_id"})
+FIELDS = [f.name for f in attrs.fields(DeviceReport) if f.name != "source"]
+
+
+@attrs.frozen
+class DeviceScan:
+    devices: tuple[Device, ...]
+    problems: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def scan(manager: PluginManager, context: DetectionContext) -> DeviceScan:
+    """Ask every detector plugin, then merge what they saw into devices."""
+    answers = manager.call_each("strata_detect_devices", expected=Detection, context=context)
+    reports = [r for _, d in answers for r in d.reports]
+    problems = [p for _, d in answers for p in d.problems]
+    notes = [n for _, d in answers for n in d.notes]
+    devices = build_devices(reports, context.env, problems)
+    return DeviceScan(tuple(devices), tuple(problems), tuple(notes))
+
+
+def _rank(source: str, field: str) -> int:
+    order = {"kfd": 0, "hip": 2}.get(source, 1)
+    return -order if field in KERNEL_FIRST else order
+
+
+def merge_reports(reports: Sequence[DeviceReport]) -> list[dict]:
+    """Group reports about one GPU (same PCI address, else same unique id) and pick each
+    fact from the most trusted detector that knows it. KFD order comes first."""
+    groups: list[list[DeviceReport]] = []
+    for report in sorted(reports, key=lambda r: r.source != "kfd"):
+        for group in groups:
+            if any((report.pci and report.pci == r.pci)
+                   or (not report.pci and report.unique_id and report.unique_id == r.unique_id)
+                   for r in group):
+                group.append(report)
+                break
+        else:
+            groups.append([report])
+    merged = []
+    for group in groups:
+        facts: dict = {"seen_by": tuple(dict.fromkeys(r.source for r in group))}
+        for field in FIELDS:
+            known = [r for r in group if getattr(r, field) is not None]
+            best = max(known, key=lambda r: _rank(r.source, field), default=None)
+            facts[field] = getattr(best, field) if best else None
+        if facts["integrated"] is not None:
+            facts["integrated_evidence"] = max(
+                (r for r in group if r.integrated is not None),
+                key=lambda r: _rank(r.source, "integrated")).integrated_evidence
+        merged.append(facts)
+    return merged
+
+
+def build_devices(reports: Sequence[DeviceReport], env: Mapping[str, str],
+                  problems: list[str]) -> list[Device]:
+    merged = [m for m in merge_reports(reports) if m["gfx"]]
+    hip_indexed = any(m["hip_index"] is not None for m in merged)
+    visibility = visible_devices([m["unique_id"] for m in merged], env)
+    devices = []
+    for position, facts in enumerate(merged):
+        if hip_indexed:
+            index = facts["hip_index"]
+            hidden_by = None if index is not None else "not listed by the HIP runtime"
+        else:
+            index = visibility.order.index(position) if position in visibility.order else None
+            hidden_by = visibility.hidden.get(position)
+        devices.append(_device(facts, index, hidden_by, env, problems))
+    return devices
+
+
+def _device(facts: dict, index: int | None, hidden_by: str | None, env: Mapping[str, str],
+            problems: list[str]) -> Device:
+    physical = facts["gfx"]
+    arch = archdb.lookup(physical)
+    effective, override = physical, None
+    found = override_for(facts["node_id"], env)
+    if found is not None:
+        key, value = found
+        try:
+            effective = parse_override(value)
+            override = f"{key}={value}"
+        except ValueError as exc:
+            problems.append(f"{key}: {exc}; ignored")
+    if effective != physical and archdb.family_of(effective) != archdb.family_of(physical):
+        problems.append(
+            f"{override} makes a {physical} ({archdb.family_of(physical)}) load "
+            f"{effective} ({archdb.family_of(effective)}) code")
+    integrated = facts["integrated"]
+    evidence = facts["integrated_evidence"]
+    if integrated is None:
+        integrated, evidence = False, "no evidence of an integrated GPU"
+    name = facts["name"] or (" / ".join(arch.cards) if arch else f"AMD GPU {physical}")
+    return Device(
+        index=index,
+        name=name,
+        gfx=effective,
+        physical_gfx=physical,
+        family=archdb.family_of(effective),
+        wave_size=facts["wave_size"] or (arch.wave_size if arch else None),
+        vram_bytes=facts["vram_bytes"],
+        integrated=integrated,
+        integrated_evidence=evidence,
+        pci=facts["pci"],
+        unique_id=facts["unique_id"],
+        node_id=facts["node_id"],
+        gtt_bytes=facts["gtt_bytes"],
+        seen_by=facts["seen_by"],
+        override=override,
+        hidden_by=hidden_by,
+    )

@@ -1,0 +1,9 @@
+"""Errors that end a command with one line and exit status 2."""
+
+
+class StrataError(Exception):
+    """A user-facing error: bad input, bad option, nothing to run. Its text is the whole message."""
+
+
+class PluginError(StrataError):
+    """A plugin broke its contract."""

@@ -1,0 +1,64 @@
+"""The hooks that the core calls and plugins implement.
+
+Every plugin is an object registered under its entry point name in the group
+``strata.arch``; it must carry ``strata_api_version`` (an int, see
+:data:`strata_core.API_VERSION`) and may implement any of these hooks. The core calls each
+implementation on its own: one that raises is reported by plugin name and skipped, and the
+others still answer (``STRATA_STRICT_PLUGINS=1`` re-raises instead).
+"""
+
+from __future__ import annotations
+
+import pluggy
+
+from .records import Claim, Detection, DetectionContext, Device
+
+PROJECT = "strata"
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec
+def strata_detect_devices(context: DetectionContext) -> Detection | None:
+    """Report the GPUs this detector can see, or facts about GPUs others see.
+
+    Contract:
+    - read only what ``context`` names (its ``sysfs`` root and ``env`` mapping), so that
+      tests can call it with a fake tree and environment;
+    - never raise for bad input: a malformed or unreadable file becomes one line in
+      ``Detection.problems`` that names the file (and line) and what is wrong;
+    - load no native code in this process: a probe that could crash or hang runs in a
+      subprocess with ``context.hip_timeout_s`` as its limit;
+    - every :class:`DeviceReport` carries a PCI address (``dddd:bb:dd.f``) or a unique
+      id, which is how reports about the same GPU are merged. For each fact, the HIP
+      runtime's answer takes precedence over other detectors', which take precedence over
+      KFD's, except memory sizes, where the kernel's DRM counters win.
+
+    Return None when there is nothing to report.
+    """
+
+
+@hookspec
+def strata_arch_targets() -> tuple[str, ...]:
+    """The gfx targets (fnmatch patterns allowed) this plugin carries code for.
+
+    Used for listing and for the hint given when no plugin runs a device. Must be cheap:
+    no native code, no numpy.
+    """
+
+
+@hookspec
+def strata_claim_device(device: Device) -> Claim | None:
+    """Say whether this plugin can run ``device``, with a specificity score, and why.
+
+    Contract:
+    - decide on ``device.gfx`` (the effective target, after HSA_OVERRIDE_GFX_VERSION) and
+      ``device.wave_size``; never on the device's index or PCI address;
+    - a positive score claims the device; an exact target match scores 100, a pattern
+      match less. The highest score wins; two plugins at the same highest score are a
+      tie that ``STRATA_ARCH_PLUGIN`` (or the run config) must settle;
+    - ``Claim.refuse(reason)`` (score 0) says why not, in a phrase that reads after the
+      plugin's name, for example ``"is a wave32 build; gfx906 is wave64"``;
+    - None means the plugin does not run GPUs at all (a pure detector).
+    """

@@ -1,0 +1,204 @@
+"""Plugin discovery and isolated hook calls, on top of pluggy.
+
+Entry points of the group ``strata.arch`` are the plugins; the built-in detectors (``kfd``,
+``hip``) are registered the same way. Environment controls:
+
+- ``STRATA_PLUGINS=a,b``: load only these entry-point plugins (an allow-list);
+- ``STRATA_DISABLE_PLUGINS=a,b``: never load these (built-ins included);
+- ``STRATA_DISABLE_PLUGIN_AUTOLOAD=1``: scan no entry points except those STRATA_PLUGINS names;
+- ``STRATA_STRICT_PLUGINS=1``: a plugin that fails to import or raises in a hook re-raises.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+from collections.abc import Mapping
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any
+
+import attrs
+import pluggy
+
+from . import __version__, hookspec
+from .errors import PluginError
+
+ENTRY_POINT_GROUP = "strata.arch"
+API_VERSION = 1
+SUPPORTED_API_VERSIONS = (1,)
+
+BUILTIN_PLUGINS = {
+    "kfd": "strata_core.detect.kfd",
+    "hip": "strata_core.detect.hip",
+}
+
+
+class PluginStatus(enum.Enum):
+    ACTIVE = "active"
+    DISABLED = "disabled"
+    NOT_ALLOWED = "not allowed"
+    INCOMPATIBLE = "incompatible"
+    BROKEN = "broken"
+
+
+@attrs.frozen
+class PluginRecord:
+    name: str
+    distribution: str
+    version: str
+    status: PluginStatus
+    why: str = ""
+    api_version: int | None = None
+    targets: tuple[str, ...] = ()
+    builtin: bool = False
+
+
+def _names(env: Mapping[str, str], key: str) -> list[str]:
+    return [n.strip() for n in env.get(key, "").split(",") if n.strip()]
+
+
+def _flag(env: Mapping[str, str], key: str) -> bool:
+    return env.get(key, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+class PluginManager:
+    """Loads plugins, keeps one record per plugin, and calls hooks one plugin at a time."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env = env
+        self.strict = _flag(env, "STRATA_STRICT_PLUGINS")
+        self.pm = pluggy.PluginManager(hookspec.PROJECT)
+        self.pm.add_hookspecs(hookspec)
+        self.records: dict[str, PluginRecord] = {}
+        self.problems: list[str] = []
+
+    @classmethod
+    def discover(cls, env: Mapping[str, str]) -> PluginManager:
+        manager = cls(env)
+        manager.load_builtins()
+        manager.load_entry_points(entry_points(group=ENTRY_POINT_GROUP))
+        return manager
+
+    def load_builtins(self) -> None:
+        denied = set(_names(self.env, "STRATA_DISABLE_PLUGINS"))
+        for name, module in BUILTIN_PLUGINS.items():
+            if name in denied:
+                self._record(name, "strata", __version__, PluginStatus.DISABLED,
+                             "named in STRATA_DISABLE_PLUGINS", builtin=True)
+                continue
+            self.register(name, importlib.import_module(module), "strata", __version__,
+                          builtin=True)
+
+    def load_entry_points(self, eps: list[EntryPoint] | tuple[EntryPoint, ...]) -> None:
+        allowed = _names(self.env, "STRATA_PLUGINS")
+        denied = _names(self.env, "STRATA_DISABLE_PLUGINS")
+        autoload = not _flag(self.env, "STRATA_DISABLE_PLUGIN_AUTOLOAD")
+        seen: set[str] = set()
+        for ep in sorted(eps, key=lambda e: e.name):
+            dist = ep.dist.name if ep.dist else "?"
+            version = ep.dist.version if ep.dist else "?"
+            if ep.name in seen or ep.name in BUILTIN_PLUGINS:
+                self.problems.append(
+                    f"plugin name {ep.name!r} of {dist} is already taken; {dist}'s is skipped")
+                continue
+            seen.add(ep.name)
+            if ep.name in denied:
+                self._record(ep.name, dist, version, PluginStatus.DISABLED,
+                             "named in STRATA_DISABLE_PLUGINS")
+            elif allowed and ep.name not in allowed:
+                self._record(ep.name, dist, version, PluginStatus.NOT_ALLOWED,
+                             "not named in STRATA_PLUGINS")
+            elif not autoload and ep.name not in allowed:
+                self._record(ep.name, dist, version, PluginStatus.NOT_ALLOWED,
+                             "STRATA_DISABLE_PLUGIN_AUTOLOAD is set")
+            else:
+                self._load(ep, dist, version)
+        known = seen | set(BUILTIN_PLUGINS)
+        for key, names in (("STRATA_PLUGINS", allowed), ("STRATA_DISABLE_PLUGINS", denied)):
+            for name in names:
+                if name not in known:
+                    self.problems.append(
+                        f"{key} names {name!r}, which matches no installed plugin "
+                        f"(installed: {', '.join(sorted(known))})")
+
+    def _load(self, ep: EntryPoint, dist: str, version: str) -> None:
+        try:
+            plugin = ep.load()
+        except Exception as exc:
+            if self.strict:
+                raise
+            why = f"import failed: {type(exc).__name__}: {exc}"
+            self._record(ep.name, dist, version, PluginStatus.BROKEN, why)
+            self.problems.append(f"plugin {ep.name} ({dist} {version}) skipped: {why}")
+            return
+        self.register(ep.name, plugin, dist, version)
+
+    def register(self, name: str, plugin: object, dist: str, version: str,
+                 builtin: bool = False) -> None:
+        """Check the plugin's API version, register it, and record the outcome."""
+        api = getattr(plugin, "strata_api_version", None)
+        if not isinstance(api, int) or isinstance(api, bool) or api not in SUPPORTED_API_VERSIONS:
+            stated = "declares no strata_api_version" if api is None else f"implements strata API {api!r}"
+            why = (f"{stated}; strata {__version__} supports API "
+                   f"{', '.join(map(str, SUPPORTED_API_VERSIONS))}")
+            self._record(name, dist, version, PluginStatus.INCOMPATIBLE, why,
+                         api if isinstance(api, int) else None, builtin=builtin)
+            self.problems.append(f"plugin {name} ({dist} {version}) disabled: {why}")
+            return
+        try:
+            self.pm.register(plugin, name=name)
+            self.pm.check_pending()
+        except (pluggy.PluginValidationError, ValueError) as exc:
+            if self.pm.is_registered(plugin):
+                self.pm.unregister(plugin)
+            if self.strict:
+                raise PluginError(f"plugin {name}: {exc}") from exc
+            self._record(name, dist, version, PluginStatus.BROKEN, str(exc), api, builtin=builtin)
+            self.problems.append(f"plugin {name} ({dist} {version}) skipped: {exc}")
+            return
+        self._record(name, dist, version, PluginStatus.ACTIVE, "", api, builtin=builtin)
+        targets = self.call_each("strata_arch_targets", expected=tuple, only=name)
+        if targets and name in self.records:
+            self.records[name] = attrs.evolve(self.records[name], targets=targets[0][1])
+
+    def _record(self, name: str, dist: str, version: str, status: PluginStatus, why: str,
+                api: int | None = None, builtin: bool = False) -> None:
+        self.records[name] = PluginRecord(name, dist, version, status, why, api, builtin=builtin)
+
+    def active(self) -> list[str]:
+        return [n for n, r in self.records.items() if r.status is PluginStatus.ACTIVE]
+
+    def call_each(self, hook_name: str, expected: type | tuple[type, ...],
+                  only: str | None = None, **kwargs: Any) -> list[tuple[str, Any]]:
+        """Call every implementation of a hook on its own, in registration order.
+
+        Returns (plugin name, result) for each non-None result. A plugin that raises or
+        returns something other than ``expected`` is reported, unregistered and skipped.
+        """
+        results = []
+        for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
+            name = impl.plugin_name
+            if only is not None and name != only:
+                continue
+            try:
+                result = impl.function(*(kwargs[arg] for arg in impl.argnames))
+                if result is not None and not isinstance(result, expected):
+                    raise PluginError(
+                        f"returned {type(result).__name__}, expected "
+                        f"{getattr(expected, '__name__', expected)}")
+            except Exception as exc:
+                if self.strict:
+                    raise
+                self._fail(name, f"{hook_name} raised {type(exc).__name__}: {exc}")
+                continue
+            if result is not None:
+                results.append((name, result))
+        return results
+
+    def _fail(self, name: str, why: str) -> None:
+        record = self.records[name]
+        self.records[name] = attrs.evolve(record, status=PluginStatus.BROKEN, why=why)
+        self.problems.append(f"plugin {name} ({record.distribution} {record.version}) skipped: {why}")
+        plugin = self.pm.get_plugin(name)
+        if plugin is not None:
+            self.pm.unregister(plugin)

@@ -1,0 +1,87 @@
+"""Typed records that hooks take and return. All are frozen attrs classes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import attrs
+
+
+@attrs.frozen
+class DetectionContext:
+    """What a detector may look at: a sysfs root and an environment, never the real ones directly."""
+
+    sysfs: Path = Path("/sys")
+    env: Mapping[str, str] = attrs.field(factory=dict)
+    hip_probe: bool = True
+    hip_timeout_s: float = 15.0
+
+
+@attrs.frozen
+class DeviceReport:
+    """One detector's facts about one GPU. Unknown facts stay None.
+
+    Reports from several detectors are merged into one :class:`Device` by PCI address
+    (or, without one, by unique id).
+    """
+
+    source: str
+    pci: str | None = None
+    unique_id: str | None = None
+    node_id: int | None = None
+    hip_index: int | None = None
+    name: str | None = None
+    gfx: str | None = None
+    wave_size: int | None = None
+    vram_bytes: int | None = None
+    gtt_bytes: int | None = None
+    integrated: bool | None = None
+    integrated_evidence: str | None = None
+
+
+@attrs.frozen
+class Detection:
+    """What a detector returns: its reports and one line for each problem it met."""
+
+    reports: tuple[DeviceReport, ...] = ()
+    problems: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class Device:
+    """One GPU as strata sees it after detection, visibility and overrides."""
+
+    index: int | None
+    name: str
+    gfx: str
+    physical_gfx: str
+    family: str
+    wave_size: int | None
+    vram_bytes: int | None
+    integrated: bool
+    integrated_evidence: str
+    pci: str | None = None
+    unique_id: str | None = None
+    node_id: int | None = None
+    gtt_bytes: int | None = None
+    seen_by: tuple[str, ...] = ()
+    override: str | None = None
+    hidden_by: str | None = None
+
+    @property
+    def visible(self) -> bool:
+        return self.hidden_by is None
+
+
+@attrs.frozen
+class Claim:
+    """A plugin's answer for one device: a specificity score (0: cannot run it) and why."""
+
+    score: int
+    reason: str
+
+    @classmethod
+    def refuse(cls, reason: str) -> Claim:
+        return cls(0, reason)

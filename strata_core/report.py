@@ -1,0 +1,81 @@
+"""What `strata-core plugins` and `strata-core devices` print, as JSON-ready dicts and text."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from . import archdb
+from .claims import Assignment
+from .manager import PluginRecord
+from .selection import Selection
+
+GIB = 1 << 30
+
+
+def plugin_dict(record: PluginRecord) -> dict:
+    return {
+        "name": record.name,
+        "distribution": record.distribution,
+        "version": record.version,
+        "api_version": record.api_version,
+        "archs": list(record.targets),
+        "status": record.status.value,
+        "why": record.why,
+        "builtin": record.builtin,
+    }
+
+
+def plugins_text(records: Sequence[PluginRecord]) -> str:
+    rows = [("name", "distribution", "version", "api", "archs", "status")]
+    for r in records:
+        rows.append((r.name, r.distribution, r.version, str(r.api_version or "-"),
+                     ",".join(r.targets) or "-", r.status.value + (f": {r.why}" if r.why else "")))
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(row[:5], widths)) + "  " + row[5]
+        for row in rows)
+
+
+def device_dict(assignment: Assignment, selection: Selection) -> dict:
+    d = assignment.device
+    arch = archdb.lookup(d.physical_gfx)
+    return {
+        "index": d.index,
+        "name": d.name,
+        "gfx": d.gfx,
+        "physical_gfx": d.physical_gfx,
+        "family": d.family,
+        "integrated": d.integrated,
+        "integrated_evidence": d.integrated_evidence,
+        "vram_bytes": d.vram_bytes,
+        "wave_size": d.wave_size,
+        "pci": d.pci,
+        "plugin": assignment.plugin,
+        "status": arch.status.value if arch else "not in the architecture database",
+        "usable": assignment.usable,
+        "reason": d.hidden_by and f"hidden by {d.hidden_by}" or assignment.reason,
+        "selected": d.index is not None and d.index in selection.indices,
+        "role": selection.roles.get(d.index) if d.index is not None else None,
+        "override": d.override,
+        "seen_by": list(d.seen_by),
+    }
+
+
+def devices_text(rows: Sequence[dict], selection: Selection) -> str:
+    if not rows:
+        return "no AMD GPU found"
+    lines = []
+    for row in rows:
+        mark = "*" if row["selected"] else " "
+        index = "-" if row["index"] is None else str(row["index"])
+        gfx = row["gfx"] + ("" if row["gfx"] == row["physical_gfx"]
+                            else f" (physical {row['physical_gfx']}, {row['override']})")
+        vram = "?" if row["vram_bytes"] is None else f"{row['vram_bytes'] / GIB:.1f} GiB"
+        kind = "integrated" if row["integrated"] else "discrete"
+        lines.append(f"{mark} {index:>2}  {row['name']}  {gfx}  {row['family']}  {kind}  "
+                     f"{vram}  {row['pci'] or 'no PCI address'}")
+        role = f" [{row['role']}]" if row["role"] else ""
+        lines.append(f"      {row['status']}; {row['reason']}{role}")
+    chosen = ", ".join(str(i) for i in selection.indices) or "none"
+    lines.append(f"selected: {chosen} ({selection.reason})")
+    return "\n".join(lines)

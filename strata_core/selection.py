@@ -1,0 +1,114 @@
+"""Which cards a run uses. A choice the user made is never overridden, only checked."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import attrs
+
+from .claims import Assignment
+from .errors import StrataError
+
+ROLES = ("main", "helper")
+
+
+@attrs.frozen
+class DeviceChoice:
+    """What the user asked for. ``gpus`` is a tuple of HIP numbers or ``"all"``."""
+
+    gpu: int | None = None
+    gpus: tuple[int, ...] | str | None = None
+    roles: Mapping[int, str] = attrs.field(factory=dict)
+    source: str = "command line"
+
+
+@attrs.frozen
+class Selection:
+    """The chosen HIP numbers in run order: with several cards the last one is the main card."""
+
+    indices: tuple[int, ...]
+    roles: Mapping[int, str]
+    reason: str
+    notes: tuple[str, ...] = ()
+
+
+def parse_gpus(text: str) -> tuple[int, ...] | str:
+    if text.strip() == "all":
+        return "all"
+    try:
+        values = tuple(int(t) for t in text.split(","))
+    except ValueError:
+        raise StrataError(f"--gpus {text}: expected HIP numbers such as 1,0, or all") from None
+    if len(set(values)) != len(values) or any(v < 0 for v in values):
+        raise StrataError(f"--gpus {text}: each HIP number once, none negative")
+    return values
+
+
+def parse_roles(text: str) -> dict[int, str]:
+    roles: dict[int, str] = {}
+    for item in text.split(","):
+        index, _, role = item.partition("=")
+        if not index.strip().isdigit() or role.strip() not in ROLES:
+            raise StrataError(f"--gpu-roles {text}: expected N=main or N=helper, got {item!r}")
+        if int(index) in roles:
+            raise StrataError(f"--gpu-roles {text}: device {int(index)} is named twice")
+        roles[int(index)] = role.strip()
+    if list(roles.values()).count("main") != 1:
+        raise StrataError(f"--gpu-roles {text}: name exactly one main card")
+    return roles
+
+
+def choose(assignments: Sequence[Assignment], choice: DeviceChoice) -> Selection:
+    visible = {a.device.index: a for a in assignments if a.device.index is not None}
+    usable = [a for a in visible.values() if a.usable]
+    if choice.roles:
+        order = [i for i, r in choice.roles.items() if r == "helper"]
+        order += [i for i, r in choice.roles.items() if r == "main"]
+        return _explicit(visible, tuple(order), dict(choice.roles),
+                         f"roles from {choice.source}")
+    if choice.gpu is not None:
+        return _explicit(visible, (choice.gpu,), {}, f"--gpu from {choice.source}")
+    if choice.gpus == "all":
+        ranked = sorted(usable, key=lambda a: (-(a.device.vram_bytes or 0), a.device.index))
+        return _finish(tuple(a.device.index for a in ranked), {},
+                       f"every card a plugin runs, most VRAM first ({choice.source})",
+                       visible, ())
+    if choice.gpus:
+        return _explicit(visible, tuple(choice.gpus), {}, f"--gpus from {choice.source}")
+    return _automatic(usable, visible)
+
+
+def _automatic(usable: list[Assignment], visible: Mapping[int, Assignment]) -> Selection:
+    if not usable:
+        return Selection((), {}, "no visible GPU that an installed plugin runs")
+    discrete = [a for a in usable if not a.device.integrated]
+    pool = discrete or usable
+    best = max(pool, key=lambda a: (a.device.vram_bytes or 0, -a.device.index))
+    notes = tuple(
+        f"integrated {a.device.name} (HIP {a.device.index}, {a.device.gfx}) skipped: "
+        "a discrete card can run" for a in usable if discrete and a.device.integrated)
+    kind = "discrete card" if discrete else "integrated GPU (no discrete card can run)"
+    return _finish((best.device.index,), {}, f"the {kind} with the most VRAM", visible, notes)
+
+
+def _explicit(visible: Mapping[int, Assignment], order: tuple[int, ...],
+              roles: dict[int, str], reason: str) -> Selection:
+    missing = [i for i in order if i not in visible]
+    if missing:
+        known = ", ".join(str(i) for i in sorted(visible)) or "none"
+        raise StrataError(f"{reason}: no HIP device {missing[0]} (visible HIP devices: {known})")
+    notes = tuple(
+        f"HIP {i} ({visible[i].device.gfx}) was chosen but {visible[i].reason}"
+        for i in order if not visible[i].usable)
+    return _finish(order, roles, reason, visible, notes)
+
+
+def _finish(order: tuple[int, ...], roles: dict[int, str], reason: str,
+            visible: Mapping[int, Assignment], notes: tuple[str, ...]) -> Selection:
+    families = sorted({visible[i].device.family for i in order})
+    if len(families) > 1:
+        notes += (f"cards of two families ({', '.join(families)}) need a system ROCm 7: "
+                  "AMD's wheels hold one family",)
+    if len(order) > 1 and not roles:
+        roles = {i: "helper" for i in order[:-1]} | {order[-1]: "main"}
+    return Selection(order, roles, reason, notes)
