@@ -1,0 +1,1 @@
+"""Helpers for testing strata and its plugins without AMD hardware."""

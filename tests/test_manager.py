@@ -1,0 +1,200 @@
+"""Discovery through entry points, allow and deny lists, broken plugins, API versions, ties."""
+
+import sys
+
+import pytest
+
+from strata_core.claims import assign
+from strata_core.manager import PluginManager, PluginStatus
+from strata_core.testing.distributions import write_distribution
+from strata_core.testing.sysfs import RX_7900_XTX
+
+GOOD = """
+    from strata_core.arch_plugin import ArchPlugin
+
+    class Navi31(ArchPlugin):
+        strata_api_version = 1
+        targets = ("gfx1100",)
+
+    plugin = Navi31()
+"""
+PATTERN = """
+    from strata_core.arch_plugin import ArchPlugin
+
+    class AnyRDNA3(ArchPlugin):
+        strata_api_version = 1
+        targets = ("gfx11*",)
+
+    plugin = AnyRDNA3()
+"""
+FUTURE = """
+    from strata_core.arch_plugin import ArchPlugin
+
+    class Future(ArchPlugin):
+        strata_api_version = 7
+        targets = ("gfx1300",)
+
+    plugin = Future()
+"""
+UNVERSIONED = """
+    from strata_core.hookspec import hookimpl
+
+    @hookimpl
+    def strata_arch_targets():
+        return ("gfx1300",)
+"""
+RAISES_IN_CLAIM = """
+    from strata_core.hookspec import hookimpl
+
+    strata_api_version = 1
+
+    @hookimpl
+    def strata_claim_device(device):
+        raise RuntimeError("cannot read my table")
+"""
+WRONG_RETURN = """
+    from strata_core.hookspec import hookimpl
+
+    strata_api_version = 1
+
+    @hookimpl
+    def strata_claim_device(device):
+        return 100
+"""
+UNKNOWN_HOOK = """
+    from strata_core.hookspec import hookimpl
+
+    strata_api_version = 1
+
+    @hookimpl
+    def strata_claim_devices(device):
+        return None
+"""
+
+
+@pytest.fixture
+def site(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    write_distribution(site, "third-party-navi", "2.0", {"navi31": "navi_plugin:plugin"},
+                       {"navi_plugin.py": GOOD})
+    write_distribution(site, "third-party-misc", "0.3", {
+        "broken": "no_such_module:plugin",
+        "future": "future_plugin:plugin",
+        "unversioned": "unversioned_plugin",
+        "raiser": "raiser_plugin",
+        "wrongtype": "wrongtype_plugin",
+        "typo": "typo_plugin",
+    }, {"future_plugin.py": FUTURE, "unversioned_plugin.py": UNVERSIONED,
+        "raiser_plugin.py": RAISES_IN_CLAIM, "wrongtype_plugin.py": WRONG_RETURN,
+        "typo_plugin.py": UNKNOWN_HOOK})
+    monkeypatch.syspath_prepend(str(site))
+    yield site
+    for name in ("navi_plugin", "future_plugin", "unversioned_plugin", "raiser_plugin",
+                 "wrongtype_plugin", "typo_plugin", "pattern_plugin"):
+        sys.modules.pop(name, None)
+
+
+def status(manager, name):
+    return manager.records[name].status
+
+
+def test_third_party_plugin_is_discovered_with_its_distribution(site, env):
+    manager = PluginManager.discover(env)
+    record = manager.records["navi31"]
+    assert (record.distribution, record.version, record.api_version) == ("third-party-navi", "2.0", 1)
+    assert record.targets == ("gfx1100",) and record.status is PluginStatus.ACTIVE
+    assert {"kfd", "hip", "hip_rdna3", "hip_rdna4", "igpu", "gfx906", "hip_rdna2"} <= set(manager.active())
+
+
+def test_broken_and_incompatible_plugins_are_reported_and_skipped(site, env):
+    manager = PluginManager.discover(env)
+    assert status(manager, "broken") is PluginStatus.BROKEN
+    assert "No module named 'no_such_module'" in manager.records["broken"].why
+    assert status(manager, "future") is PluginStatus.INCOMPATIBLE
+    assert manager.records["future"].why == "implements strata API 7; strata 0.1.0 supports API 1"
+    assert status(manager, "unversioned") is PluginStatus.INCOMPATIBLE
+    assert manager.records["unversioned"].why.startswith("declares no strata_api_version")
+    assert status(manager, "typo") is PluginStatus.BROKEN
+    assert "strata_claim_devices" in manager.records["typo"].why
+    assert ("plugin future (third-party-misc 0.3) disabled: implements strata API 7; "
+            "strata 0.1.0 supports API 1") in manager.problems
+    assert len([p for p in manager.problems if p.startswith("plugin broken ")]) == 1
+
+
+def test_a_plugin_whose_hook_raises_is_skipped_and_the_others_still_answer(site, env, machine):
+    found, manager = machine([RX_7900_XTX])
+    assignments, _ = assign(manager, found.devices)
+    assert status(manager, "raiser") is PluginStatus.BROKEN
+    assert status(manager, "wrongtype") is PluginStatus.BROKEN
+    assert manager.records["raiser"].why == (
+        "strata_claim_device raised RuntimeError: cannot read my table")
+    assert manager.records["wrongtype"].why == (
+        "strata_claim_device raised PluginError: returned int, expected Claim")
+    assert "raiser" not in manager.active()
+    # navi31 and hip_rdna3 both claim gfx1100 exactly: a tie.
+    assert assignments[0].plugin is None
+    assert assignments[0].reason == (
+        "plugins hip_rdna3 and navi31 both claim gfx1100 with specificity 100; "
+        "set STRATA_ARCH_PLUGIN to one of them")
+
+
+def test_strict_mode_re_raises(site, env):
+    with pytest.raises(ModuleNotFoundError):
+        PluginManager.discover(env | {"STRATA_STRICT_PLUGINS": "1"})
+
+
+def test_strict_mode_re_raises_hook_errors(site, env, machine):
+    found, manager = machine([RX_7900_XTX], STRATA_PLUGINS="raiser,hip_rdna3",
+                             STRATA_STRICT_PLUGINS="1")
+    with pytest.raises(RuntimeError, match="cannot read my table"):
+        assign(manager, found.devices)
+
+
+def test_strata_arch_plugin_settles_a_tie(site, machine):
+    found, manager = machine([RX_7900_XTX], STRATA_PLUGINS="navi31,hip_rdna3")
+    assignments, problems = assign(manager, found.devices, chosen="navi31")
+    assert assignments[0].plugin == "navi31"
+    assert assignments[0].reason == "navi31 carries code for gfx1100 (STRATA_ARCH_PLUGIN)"
+    assert problems == []
+
+
+def test_the_most_specific_claim_wins(tmp_path, monkeypatch, machine):
+    site = write_distribution(tmp_path / "site2", "any-rdna3", "1.0",
+                              {"anyrdna3": "pattern_plugin:plugin"},
+                              {"pattern_plugin.py": PATTERN})
+    monkeypatch.syspath_prepend(str(site))
+    found, manager = machine([RX_7900_XTX])
+    (a,), _ = assign(manager, found.devices)
+    assert a.plugin == "hip_rdna3"
+    assert dict(a.claims)["anyrdna3"].score == 50
+    sys.modules.pop("pattern_plugin", None)
+
+
+def test_allow_list(site, env):
+    manager = PluginManager.discover(env | {"STRATA_PLUGINS": "navi31,hip_rdna4"})
+    assert set(manager.active()) == {"kfd", "hip", "navi31", "hip_rdna4"}
+    assert manager.records["hip_rdna3"].why == "not named in STRATA_PLUGINS"
+    assert manager.problems == []
+
+
+def test_deny_list_reaches_builtins_too(site, env):
+    manager = PluginManager.discover(env | {"STRATA_DISABLE_PLUGINS": "hip,navi31"})
+    assert status(manager, "hip") is PluginStatus.DISABLED
+    assert status(manager, "navi31") is PluginStatus.DISABLED
+
+
+def test_autoload_off_loads_only_named_plugins(site, env):
+    manager = PluginManager.discover(env | {"STRATA_DISABLE_PLUGIN_AUTOLOAD": "1",
+                                            "STRATA_PLUGINS": "hip_rdna2"})
+    assert set(manager.active()) == {"kfd", "hip", "hip_rdna2"}
+    manager = PluginManager.discover(env | {"STRATA_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    assert set(manager.active()) == {"kfd", "hip"}
+    assert manager.records["hip_rdna4"].why == "STRATA_DISABLE_PLUGIN_AUTOLOAD is set"
+
+
+def test_names_that_match_no_plugin_are_reported(env):
+    manager = PluginManager.discover(env | {"STRATA_PLUGINS": "hip_rdna4,rdna5",
+                                            "STRATA_DISABLE_PLUGINS": "gfx908"})
+    assert [p.split(",")[0] for p in manager.problems] == [
+        "STRATA_PLUGINS names 'rdna5'", "STRATA_DISABLE_PLUGINS names 'gfx908'"]
+    assert "which matches no installed plugin (installed: " in manager.problems[0]
