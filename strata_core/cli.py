@@ -49,6 +49,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StrataError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:
+        if env.get("STRATA_DEBUG"):
+            raise
+        print(f"{PROG}: internal error: {type(exc).__name__}: {exc} "
+              "(STRATA_DEBUG=1 shows where)", file=sys.stderr)
+        return 1
 
 
 def _warn(lines: Sequence[str]) -> None:
