@@ -183,3 +183,10 @@ def test_hip_numbers_are_authoritative_when_the_runtime_answered():
     devices = build_devices(kfd + hip, {}, [])
     assert [(d.index, d.hidden_by) for d in devices] == [
         (None, "not listed by the HIP runtime"), (0, None)]
+
+
+def test_the_wave64_plugin_refuses_wave32_cards(machine):
+    _, (a,), _, _ = plan(machine, [RX_7900_XTX])
+    assert dict(a.claims)["gfx906"].reason == "is a wave64 build; gfx1100 is wave32"
+    assert dict(a.claims)["hip_rdna4"].reason == (
+        "carries code for gfx1200, gfx1201, not gfx1100")
