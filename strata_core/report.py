@@ -53,7 +53,7 @@ def device_dict(assignment: Assignment, selection: Selection) -> dict:
         "plugin": assignment.plugin,
         "status": arch.status.value if arch else "not in the architecture database",
         "usable": assignment.usable,
-        "reason": d.hidden_by and f"hidden by {d.hidden_by}" or assignment.reason,
+        "reason": f"hidden by {d.hidden_by}" if d.hidden_by else assignment.reason,
         "selected": d.index is not None and d.index in selection.indices,
         "role": selection.roles.get(d.index) if d.index is not None else None,
         "override": d.override,

@@ -4,7 +4,7 @@ from strata_core.arch_plugin import ArchPlugin
 
 
 class GFX906(ArchPlugin):
-    """Targets and wave size: AMD_HIP.md "gfx906 (Instinct MI50 / MI60, Radeon VII): wave64, built from source"."""
+    """Targets and wave size: AMD_HIP.md "gfx906 (Instinct MI50 / MI60, Radeon VII): wave64"."""
 
     strata_api_version = 1
     targets = ("gfx906",)
