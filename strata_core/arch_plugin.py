@@ -1,4 +1,5 @@
-"""A base for architecture plugins whose claims follow from a target list and a wave size."""
+"""A base for architecture plugins: claims from a target list and a wave size, switch
+declarations and default rules from tables."""
 
 from __future__ import annotations
 
@@ -6,14 +7,16 @@ import fnmatch
 from typing import ClassVar
 
 from .hookspec import hookimpl
-from .records import Claim, Device
+from .records import Claim, Device, RunContext
+from .switches import Defaults, Rule, Switch, apply_rules
 
 EXACT_MATCH = 100
 PATTERN_MATCH = 50
 
 
 class ArchPlugin:
-    """Subclass it, set ``targets`` and ``wave_size``, and declare ``strata_api_version``.
+    """Subclass it, set ``targets`` and ``wave_size``, and declare ``strata_api_version``;
+    ``switches`` are the switches only this plugin's build reads, ``rules`` its defaults.
 
     The API version is not inherited on purpose: each plugin states the version it was
     written against, and the manager checks it.
@@ -21,6 +24,8 @@ class ArchPlugin:
 
     targets: ClassVar[tuple[str, ...]] = ()
     wave_size: ClassVar[int] = 32
+    switches: ClassVar[tuple[Switch, ...]] = ()
+    rules: ClassVar[tuple[Rule, ...]] = ()
 
     @hookimpl
     def strata_arch_targets(self) -> tuple[str, ...]:
@@ -30,7 +35,8 @@ class ArchPlugin:
     def strata_claim_device(self, device: Device) -> Claim:
         if device.wave_size is not None and device.wave_size != self.wave_size:
             return Claim.refuse(
-                f"is a wave{self.wave_size} build; {device.gfx} is wave{device.wave_size}"
+                f"is a wave{self.wave_size} build for {', '.join(self.targets)}; "
+                f"{device.gfx} is wave{device.wave_size}"
             )
         if device.gfx in self.targets:
             return Claim(EXACT_MATCH, f"carries code for {device.gfx}")
@@ -38,3 +44,11 @@ class ArchPlugin:
             if fnmatch.fnmatchcase(device.gfx, pattern):
                 return Claim(PATTERN_MATCH, f"carries code for {pattern}")
         return Claim.refuse(f"carries code for {', '.join(self.targets)}, not {device.gfx}")
+
+    @hookimpl
+    def strata_declare_switches(self) -> tuple[Switch, ...]:
+        return self.switches
+
+    @hookimpl
+    def strata_switch_defaults(self, device: Device, context: RunContext) -> Defaults:
+        return Defaults(apply_rules(self.rules, device, context))

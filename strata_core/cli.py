@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from . import __version__
+from .context import KV_TYPES, OS_NAMES, PACKS
 from .errors import StrataError
 
 PROG = "strata-core"
@@ -28,15 +29,45 @@ def _parser() -> argparse.ArgumentParser:
     devices.add_argument("--json", action="store_true", help="print JSON")
     devices.add_argument("--sysfs", metavar="DIR", type=Path,
                          help="sysfs root to read (default: $STRATA_SYSFS or /sys)")
-    probe = devices.add_mutually_exclusive_group()
+    _detection_options(devices)
+
+    plan = commands.add_parser("plan", help="show what would run and why; changes nothing")
+    output = plan.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print JSON")
+    output.add_argument("--toml", action="store_true",
+                        help="print a run config that reproduces this plan")
+    output.add_argument("--explain", metavar="NAME", help="say where one value came from")
+    plan.add_argument("--output", metavar="FILE", type=Path,
+                      help="with --toml: write the run config to FILE (atomically)")
+    target = plan.add_mutually_exclusive_group()
+    target.add_argument("--device", metavar="GFX", help="plan for a card that is not in this PC")
+    target.add_argument("--sysfs", metavar="DIR", type=Path,
+                        help="sysfs root to read (default: $STRATA_SYSFS or /sys)")
+    plan.add_argument("--integrated", action="store_true",
+                      help="with --device: the card is an integrated GPU")
+    plan.add_argument("--os", choices=OS_NAMES, help="plan for this OS (default: this one)")
+    plan.add_argument("--kv", choices=KV_TYPES, help="KV cache type (default: the config's --kv)")
+    plan.add_argument("--pack", choices=PACKS, metavar="FORMAT",
+                      help=f"model pack format: {', '.join(PACKS)}")
+    plan.add_argument("--kv-streaming", action="store_true",
+                      help="KV streaming on (the config's --kv-resident also says so)")
+    plan.add_argument("--ple-table-gib", type=float, metavar="GIB",
+                      help="PLE table size (default: the size of the config's --ple-gguf)")
+    plan.add_argument("--config", metavar="FILE", type=Path,
+                      help="run config (default: $STRATA_CONFIG, else ./strata.toml if present)")
+    _detection_options(plan)
+    return parser
+
+
+def _detection_options(parser: argparse.ArgumentParser) -> None:
+    probe = parser.add_mutually_exclusive_group()
     probe.add_argument("--hip", dest="hip", action="store_true", default=None,
                        help="ask the HIP runtime too (default: only when reading /sys)")
     probe.add_argument("--no-hip", dest="hip", action="store_false")
-    choice = devices.add_mutually_exclusive_group()
+    choice = parser.add_mutually_exclusive_group()
     choice.add_argument("--gpu", type=int, metavar="N", help="use HIP device N")
     choice.add_argument("--gpus", metavar="LIST", help="use these HIP devices (1,0 or all)")
     choice.add_argument("--gpu-roles", metavar="ROLES", help="say the roles: 1=main,0=helper")
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -45,6 +76,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "plugins":
             return _plugins(args, env)
+        if args.command == "plan":
+            from .plan_command import run_plan
+
+            return run_plan(args, env)
         return _devices(args, env)
     except StrataError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
@@ -57,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-def _warn(lines: Sequence[str]) -> None:
+def warn(lines: Sequence[str]) -> None:
     for line in lines:
         print(f"{PROG}: {line}", file=sys.stderr)
 
@@ -72,7 +107,7 @@ def _plugins(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         print(json.dumps({"plugins": [plugin_dict(r) for r in records],
                           "problems": manager.problems}, indent=2))
     else:
-        _warn(manager.problems)
+        warn(manager.problems)
         print(plugins_text(records))
     return 0
 
@@ -94,32 +129,50 @@ def detection_context(sysfs: Path | None, hip: bool | None, env: Mapping[str, st
     return DetectionContext(sysfs=root, env=dict(env), hip_probe=hip, hip_timeout_s=timeout)
 
 
-def _devices(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+def device_choice(args: argparse.Namespace, config=None):
+    """The cards the user asked for: the command line, else the run config's ``gpu``."""
+    from .selection import DeviceChoice, parse_gpus, parse_roles
+
+    if args.gpu is not None or args.gpus or args.gpu_roles:
+        return DeviceChoice(gpu=args.gpu, gpus=parse_gpus(args.gpus) if args.gpus else None,
+                            roles=parse_roles(args.gpu_roles) if args.gpu_roles else {})
+    if config is not None and (config.gpu is not None or config.gpu_roles):
+        roles = {int(k): v for k, v in config.gpu_roles.items()}
+        single = config.gpu if isinstance(config.gpu, int) else None
+        return DeviceChoice(gpu=single, gpus=None if single is not None else config.gpu,
+                            roles=roles, source="the run config")
+    return DeviceChoice()
+
+
+def detect(args: argparse.Namespace, env: Mapping[str, str], choice, chosen_plugin: str | None):
+    """Discover plugins, detect devices, assign plugins and choose cards."""
     from .claims import assign
     from .devices import scan
     from .manager import PluginManager
-    from .report import device_dict, devices_text
-    from .selection import DeviceChoice, choose, parse_gpus, parse_roles
+    from .selection import choose
 
-    choice = DeviceChoice(
-        gpu=args.gpu,
-        gpus=parse_gpus(args.gpus) if args.gpus else None,
-        roles=parse_roles(args.gpu_roles) if args.gpu_roles else {},
-    )
     context = detection_context(args.sysfs, args.hip, env)
     manager = PluginManager.discover(env)
     found = scan(manager, context)
-    assignments, problems = assign(manager, found.devices, env.get("STRATA_ARCH_PLUGIN"))
+    assignments, problems = assign(manager, found.devices, chosen_plugin)
     selection = choose(assignments, choice)
-    rows = [device_dict(a, selection) for a in assignments]
     warnings = [*manager.problems, *found.problems, *problems]
+    return manager, found, assignments, selection, warnings
+
+
+def _devices(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from .report import device_dict, devices_text
+
+    _, found, assignments, selection, warnings = detect(
+        args, env, device_choice(args), env.get("STRATA_ARCH_PLUGIN"))
+    rows = [device_dict(a, selection) for a in assignments]
     if args.json:
         print(json.dumps({"devices": rows, "selected": list(selection.indices),
                           "selection_reason": selection.reason,
                           "notes": [*found.notes, *selection.notes],
                           "warnings": warnings}, indent=2))
     else:
-        _warn(warnings)
+        warn(warnings)
         for note in (*found.notes, *selection.notes):
             print(f"note: {note}")
         print(devices_text(rows, selection))

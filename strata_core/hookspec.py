@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import pluggy
 
-from .records import Claim, Detection, DetectionContext, Device
+from .records import Claim, Detection, DetectionContext, Device, RunContext
+from .switches import Defaults, Switch
 
 PROJECT = "strata"
 
@@ -59,6 +60,37 @@ def strata_claim_device(device: Device) -> Claim | None:
       match less. The highest score wins; two plugins at the same highest score are a
       tie that ``STRATA_ARCH_PLUGIN`` (or the run config) must settle;
     - ``Claim.refuse(reason)`` (score 0) says why not, in a phrase that reads after the
-      plugin's name, for example ``"is a wave32 build; gfx906 is wave64"``;
+      plugin's name, for example ``"is a wave32 build for gfx1100; gfx906 is wave64"``;
     - None means the plugin does not run GPUs at all (a pure detector).
+    """
+
+
+@hookspec
+def strata_declare_switches() -> tuple[Switch, ...]:
+    """The switches this plugin's build reads: engine environment variables and arguments.
+
+    Contract:
+    - the built-in ``core`` plugin declares the switches every build reads; an
+      architecture plugin declares only those its own build adds (the gfx906 build's);
+    - a name is declared once across the core and the plugin that runs a device;
+    - ``Switch.values`` lists every value the engine accepts, so that anything else set
+      by the user can be warned about (and kept: a user's value is never changed).
+    """
+
+
+@hookspec
+def strata_switch_defaults(device: Device, context: RunContext) -> Defaults | None:
+    """The defaults this plugin gives for ``device`` in ``context``, each with its reason.
+
+    Called for the built-in ``core`` plugin and for the plugin that runs the device.
+
+    Contract:
+    - give defaults only for declared switches; the resolver drops any other with a
+      warning naming the plugin;
+    - a default never overrides a value the user or the run config set: the resolver
+      applies that rule, and ``context.given`` lets a rule depend on such values (the
+      iGPU prompt set's STRATA_IGPU_PROMPT_SET, STRATA_PCIE_FRAC_DEFAULT=old);
+    - ``Defaults.log`` holds the start lines the engine prints for these defaults,
+      ``Defaults.warnings`` what the user should know before starting;
+    - be a pure function of the arguments: no environment, no files.
     """

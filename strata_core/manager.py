@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 import importlib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
@@ -28,6 +28,7 @@ API_VERSION = 1
 SUPPORTED_API_VERSIONS = (1,)
 
 BUILTIN_PLUGINS = {
+    "core": "strata_core.core_switches",
     "kfd": "strata_core.detect.kfd",
     "hip": "strata_core.detect.hip",
 }
@@ -157,7 +158,7 @@ class PluginManager:
             self.problems.append(f"plugin {name} ({dist} {version}) skipped: {exc}")
             return
         self._record(name, dist, version, PluginStatus.ACTIVE, "", api, builtin=builtin)
-        targets = self.call_each("strata_arch_targets", expected=tuple, only=name)
+        targets = self.call_each("strata_arch_targets", expected=tuple, only=(name,))
         if targets and name in self.records:
             self.records[name] = attrs.evolve(self.records[name], targets=targets[0][1])
 
@@ -169,8 +170,9 @@ class PluginManager:
         return [n for n, r in self.records.items() if r.status is PluginStatus.ACTIVE]
 
     def call_each(self, hook_name: str, expected: type | tuple[type, ...],
-                  only: str | None = None, **kwargs: Any) -> list[tuple[str, Any]]:
-        """Call every implementation of a hook on its own, in registration order.
+                  only: Collection[str] | None = None, **kwargs: Any) -> list[tuple[str, Any]]:
+        """Call every implementation of a hook (or those of the ``only`` plugins) on its
+        own, in registration order.
 
         Returns (plugin name, result) for each non-None result. A plugin that raises or
         returns something other than ``expected`` is reported, unregistered and skipped.
@@ -178,7 +180,7 @@ class PluginManager:
         results = []
         for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
             name = impl.plugin_name
-            if only is not None and name != only:
+            if only is not None and name not in only:
                 continue
             try:
                 result = impl.function(*(kwargs[arg] for arg in impl.argnames))

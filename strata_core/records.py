@@ -85,3 +85,29 @@ class Claim:
     @classmethod
     def refuse(cls, reason: str) -> Claim:
         return cls(0, reason)
+
+
+@attrs.frozen
+class RunContext:
+    """What a run looks like besides the device, for switch defaults.
+
+    ``given`` holds every switch the user's environment or the run config sets (the user's
+    value where both do); ``args`` the engine arguments the run config gives.
+    """
+
+    os: str = "linux"
+    kv: str | None = None
+    pack: str | None = None
+    kv_streaming: bool = False
+    other_cards: tuple[Device, ...] = ()
+    ram_bytes: int | None = None
+    ple_table_bytes: int | None = None
+    given: Mapping[str, str] = attrs.field(factory=dict)
+    args: tuple[str, ...] = ()
+
+    @property
+    def discrete_card_present(self) -> bool:
+        return any(not card.integrated for card in self.other_cards)
+
+    def arg_given(self, flag: str) -> bool:
+        return any(a == flag or a.startswith(flag + "=") for a in self.args)

@@ -79,3 +79,74 @@ def devices_text(rows: Sequence[dict], selection: Selection) -> str:
     chosen = ", ".join(str(i) for i in selection.indices) or "none"
     lines.append(f"selected: {chosen} ({selection.reason})")
     return "\n".join(lines)
+
+
+SOURCE_TITLES = {
+    "user": "set by you",
+    "config": "from the run config",
+    "arch-default": "architecture defaults",
+    "igpu-set": "iGPU prompt set",
+    "builtin": "engine built-in (unset)",
+}
+
+
+def _resolved_dict(resolved) -> dict:
+    return {"value": resolved.value, "source": resolved.source, "reason": resolved.reason}
+
+
+def plan_dict(plan, device_row: dict, selected: Sequence[int]) -> dict:
+    package = plan.package
+    return {
+        "device": device_row,
+        "plugin": plan.plugin,
+        "os": plan.context.os,
+        "package": package.name if package else None,
+        "package_rocm": package.rocm if package else None,
+        "selected": list(selected),
+        "switches": {n: _resolved_dict(r) for n, r in plan.switches.items()},
+        "args": {n.lstrip("-").replace("-", "_"): _resolved_dict(r) for n, r in plan.args.items()},
+        "env": dict(plan.extra_env),
+        "log": list(plan.log),
+        "warnings": list(plan.warnings),
+    }
+
+
+def plan_text(plan, device_row: dict) -> str:
+    d = plan.device
+    kind = "integrated" if d.integrated else "discrete"
+    where = "" if d.index is None else f"HIP {d.index}: "
+    lines = [f"plan for {where}{d.name} ({d.gfx}, {d.family}, {kind}) on "
+             f"{plan.context.os.capitalize()}",
+             f"plugin: {device_row['reason']}",
+             "package: " + (f"{plan.package.name} (ROCm {plan.package.rocm})" if plan.package
+                            else "none")]
+    everything = {**plan.switches, **plan.args}
+    width = max(len(n) for n in everything) + 2
+    for source, title in SOURCE_TITLES.items():
+        rows = sorted((n, r) for n, r in everything.items() if r.source == source)
+        if not rows:
+            continue
+        lines += ["", f"{title}:"]
+        for name, r in rows:
+            shown = name if r.value is None else (
+                f"{name} {r.value}" if name.startswith("--") else f"{name}={r.value}")
+            lines.append(f"  {shown.ljust(width + 8)}{r.reason}")
+    if plan.extra_env:
+        lines += ["", "other variables from the run config:"]
+        lines += [f"  {k}={v}" for k, v in sorted(plan.extra_env.items())]
+    if plan.log:
+        lines += ["", "start lines:"] + [f"  {line}" for line in plan.log]
+    return "\n".join(lines)
+
+
+def explain_text(plan, name: str, switch) -> str:
+    resolved = plan.explain(name)
+    value = "unset" if resolved.value is None else resolved.value
+    lines = [f"{name} = {value} ({resolved.source}): {resolved.reason}",
+             f"  meaning: {switch.meaning}",
+             f"  accepts: {', '.join(switch.values)}; applies to {switch.applies}; "
+             f"{'changes' if switch.changes_bits else 'keeps'} bits",
+             f"  unset, the engine does: {switch.builtin}"]
+    if switch.section:
+        lines.append(f"  reference: AMD_HIP.md, {switch.section}")
+    return "\n".join(lines)

@@ -62,7 +62,7 @@ def test_two_mi50_run_on_the_gfx906_plugin_and_wave32_plugins_refuse_them(machin
     assert [a.plugin for a in assignments] == ["gfx906", "gfx906"]
     refusals = dict(assignments[0].claims)
     assert refusals["hip_rdna3"].score == 0
-    assert refusals["hip_rdna3"].reason == "is a wave32 build; gfx906 is wave64"
+    assert refusals["hip_rdna3"].reason == "is a wave32 build for gfx1100, gfx1101, gfx1102; gfx906 is wave64"
     assert selection.indices == (0,)
 
 
@@ -187,6 +187,6 @@ def test_hip_numbers_are_authoritative_when_the_runtime_answered():
 
 def test_the_wave64_plugin_refuses_wave32_cards(machine):
     _, (a,), _, _ = plan(machine, [RX_7900_XTX])
-    assert dict(a.claims)["gfx906"].reason == "is a wave64 build; gfx1100 is wave32"
+    assert dict(a.claims)["gfx906"].reason == "is a wave64 build for gfx906; gfx1100 is wave32"
     assert dict(a.claims)["hip_rdna4"].reason == (
         "carries code for gfx1200, gfx1201, not gfx1100")

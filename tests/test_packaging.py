@@ -46,6 +46,6 @@ def test_strata_rdna4_installs_from_the_built_wheels_alone(tmp_path):
     listing = subprocess.run([str(bin_dir / "strata-core"), "plugins", "--json"], check=True,
                              capture_output=True, text=True, timeout=60)
     names = {p["name"]: p for p in json.loads(listing.stdout)["plugins"]}
-    assert set(names) == {"kfd", "hip", "hip_rdna4"}
+    assert set(names) == {"core", "kfd", "hip", "hip_rdna4"}
     assert names["hip_rdna4"]["status"] == "active"
     assert names["hip_rdna4"]["distribution"] == "strata-hip-rdna4"

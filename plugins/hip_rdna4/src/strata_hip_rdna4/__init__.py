@@ -1,6 +1,12 @@
 """strata plugin for RX 9060 XT, RX 9070 / 9070 XT and Radeon AI PRO R9700."""
 
 from strata_core.arch_plugin import ArchPlugin
+from strata_core.context import NATIVE_PACKS
+from strata_core.switches import Rule
+
+LINUX = ("linux",)
+SPEED = "(AMD_HIP.md, Speed switches)"
+DECODE = "(AMD_HIP.md, RDNA4: Decode)"
 
 
 class RDNA4(ArchPlugin):
@@ -9,6 +15,19 @@ class RDNA4(ArchPlugin):
     strata_api_version = 1
     targets = ("gfx1200", "gfx1201")
     wave_size = 32
+    rules = (
+        Rule("STRATA_HIP_WMMA", "1", f"gfx12 Linux: on with int8 KV {SPEED}", os=LINUX,
+             kv=("int8",)),
+        Rule("STRATA_PF_FUSED", "1", f"gfx12 Linux: on for IQ3_S, IQ3_XXS and Q2_0 {SPEED}",
+             os=LINUX, packs=("IQ3_S", "IQ3_XXS", "Q2_0")),
+        Rule("STRATA_SCORES_THREAD", "1", f"gfx12: on {SPEED}"),
+        Rule("STRATA_HC_Q8", "1", f"gfx12: on {SPEED}"),
+        Rule("STRATA_HIP_QUEUE_PRIME", "1", f"gfx1200, gfx1201, Linux: on {SPEED}", os=LINUX),
+        Rule("--pcie-frac", "0.55", f"STRATA_PCIE_FRAC_DEFAULT=old restores 0.55 {DECODE}",
+             packs=NATIVE_PACKS, given={"STRATA_PCIE_FRAC_DEFAULT": "old"}),
+        Rule("--pcie-frac", "0.15", f"gfx12 native packs start at 0.15 {DECODE}",
+             packs=NATIVE_PACKS),
+    )
 
 
 plugin = RDNA4()

@@ -1,0 +1,183 @@
+"""The run config: ``strata.toml`` (read with tomllib, written atomically with tomli-w) or the
+engine's server JSON config. Errors name the file, the line and the key."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import attrs
+import cattrs
+
+from .errors import StrataError
+
+#: The keys of the engine's server JSON config that strata reads; the rest are the engine's.
+SERVER_KEYS = ("exe", "args", "env", "gpu", "backend", "hipblaslt_table")
+
+
+@attrs.frozen
+class TuningSettings:
+    hipblaslt_table: bool | None = None
+    dirs: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class RunConfig:
+    """``gpu``: a HIP number, a list of them (the last is the main card) or ``"all"``;
+    ``gpu_roles``: HIP number (as a string key) -> ``main`` or ``helper``."""
+
+    gpu: int | tuple[int, ...] | str | None = None
+    gpu_roles: dict[str, str] = attrs.field(factory=dict)
+    env: dict[str, str] = attrs.field(factory=dict)
+    exe: str | None = None
+    args: tuple[str, ...] = ()
+    backend: str | None = None
+    arch_plugin: str | None = None
+    tuning: TuningSettings = TuningSettings()
+
+
+class _BadValue(ValueError):
+    """A value of the right shape but the wrong kind; its text is the whole message."""
+
+
+def _strict_str(value: Any, _type: type) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise _BadValue(f"expected a string, got {value!r}")
+
+
+def _strict_bool(value: Any, _type: type) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    raise _BadValue(f"expected true or false, got {value!r}")
+
+
+def _gpu(value: Any, _type: type) -> int | tuple[int, ...] | str | None:
+    if value is None or value == "all":
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, list) and value and all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
+        if len(set(value)) != len(value):
+            raise _BadValue("each HIP number once")
+        return tuple(value)
+    raise _BadValue(f'expected a HIP number, a list of them or "all", got {value!r}')
+
+
+def _converter(forbid_extra_keys: bool) -> cattrs.Converter:
+    converter = cattrs.Converter(forbid_extra_keys=forbid_extra_keys)
+    converter.register_structure_hook(str, _strict_str)
+    converter.register_structure_hook(bool | None, _strict_bool)
+    converter.register_structure_hook(int | tuple[int, ...] | str | None, _gpu)
+    return converter
+
+
+def load(path: Path) -> RunConfig:
+    """Read a run config; ``.json`` files are the engine's server config."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise StrataError(f"{path}: cannot read the run config ({exc.strerror or exc})") from None
+    if path.suffix == ".json":
+        return _load_server_json(path, text)
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        line = re.search(r"\(at line (\d+)", str(exc))
+        where = f"{path}:{line.group(1)}" if line else str(path)
+        raise StrataError(f"{where}: not valid TOML: {exc}") from None
+    return _structure(raw, path, text, forbid_extra_keys=True)
+
+
+def _load_server_json(path: Path, text: str) -> RunConfig:
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise StrataError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    if not isinstance(raw, dict):
+        raise StrataError(f"{path}:1: expected a JSON object")
+    picked = {k: raw[k] for k in SERVER_KEYS if k in raw and k != "hipblaslt_table"}
+    if "hipblaslt_table" in raw:
+        picked["tuning"] = {"hipblaslt_table": raw["hipblaslt_table"]}
+    return _structure(picked, path, text, forbid_extra_keys=False)
+
+
+def _structure(raw: dict, path: Path, text: str, forbid_extra_keys: bool) -> RunConfig:
+    try:
+        return _converter(forbid_extra_keys).structure(raw, RunConfig)
+    except cattrs.BaseValidationError as exc:
+        first = cattrs.transform_error(exc, path="", format_exception=_describe)[0]
+        message, _, where = first.rpartition(" @ ")
+        keys = [k.strip("'\"") for k in re.split(r"[.\[\]]", where) if k]
+        extra = re.match(r"unknown key (\S+)", message)
+        if extra:
+            keys.append(extra.group(1))
+        if path.suffix == ".json":
+            keys = ["hipblaslt_table"] if keys[:1] == ["tuning"] else keys
+        line = _line_of(text, keys, json_syntax=path.suffix == ".json")
+        key = ".".join(keys) or "(top level)"
+        raise StrataError(f"{path}:{line or 1}: {key}: {message}") from None
+
+
+def _describe(exc: BaseException, type_: Any) -> str:
+    if isinstance(exc, _BadValue):
+        return str(exc)
+    if isinstance(exc, cattrs.ForbiddenExtraKeysError):
+        known = ", ".join(f.name for f in attrs.fields(exc.cl))
+        return f"unknown key {sorted(exc.extra_fields)[0]} (known: {known})"
+    return cattrs.v.format_exception(exc, type_)
+
+
+def _line_of(text: str, keys: list[str], json_syntax: bool) -> int | None:
+    """The line that sets ``keys`` (a dotted path, list indices ignored)."""
+    names = [k for k in keys if not k.isdigit()]
+    if not names:
+        return None
+    if json_syntax:
+        return next((n for n, line in enumerate(text.splitlines(), 1)
+                     if f'"{names[-1]}"' in line), None)
+    table: list[str] = []
+    for n, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if stripped.startswith("[") and not stripped.startswith("[["):
+            table = [p.strip().strip('"') for p in stripped.strip("[]").split(".")]
+            if table == names:
+                return n
+            continue
+        key, eq, _ = stripped.partition("=")
+        if eq and not stripped.startswith("#"):
+            full = table + [p.strip().strip('"') for p in key.split(".")]
+            if names[:len(full)] == full:
+                return n
+    return None
+
+
+def dumps(config: RunConfig) -> str:
+    import tomli_w
+
+    raw = _converter(True).unstructure(config)
+    raw["tuning"] = {k: v for k, v in raw["tuning"].items() if v not in (None, [])}
+    return tomli_w.dumps({k: v for k, v in raw.items() if v not in (None, {}, [])})
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that a reader sees the old file or the new one, never half."""
+    path = path.resolve()
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,28 @@
+"""The run context's vocabulary (OS, KV types, pack formats) and what is read from the machine."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+OS_NAMES = ("linux", "windows")
+KV_TYPES = ("int8", "f16", "bf16")
+#: The engine's own packs (AMD_HIP.md: "native IQ packs"), then the GGUF formats.
+NATIVE_PACKS = ("IQ3_S", "IQ3_XXS", "Q2_0", "IQ2_XS", "IQ2_S", "IQ1_M", "IQ4_XS", "UD-IQ4_XS")
+GGUF_PACKS = ("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_0", "Q5_1")
+PACKS = NATIVE_PACKS + GGUF_PACKS
+
+
+def this_os() -> str:
+    return "windows" if sys.platform.startswith(("win", "cygwin")) else "linux"
+
+
+def ram_bytes(meminfo: Path = Path("/proc/meminfo")) -> int | None:
+    """MemTotal, or None where /proc/meminfo is missing or unreadable."""
+    try:
+        for line in meminfo.read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
