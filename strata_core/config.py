@@ -59,6 +59,12 @@ def _strict_bool(value: Any, _type: type) -> bool | None:
     raise _BadValue(f"expected true or false, got {value!r}")
 
 
+def _strings(value: Any, _type: type) -> tuple[str, ...]:
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise _BadValue(f"expected a list of strings, got {value!r}")
+
+
 def _gpu(value: Any, _type: type) -> int | tuple[int, ...] | str | None:
     if value is None or value == "all":
         return value
@@ -76,6 +82,7 @@ def _converter(forbid_extra_keys: bool) -> cattrs.Converter:
     converter = cattrs.Converter(forbid_extra_keys=forbid_extra_keys)
     converter.register_structure_hook(str, _strict_str)
     converter.register_structure_hook(bool | None, _strict_bool)
+    converter.register_structure_hook_func(lambda t: t == tuple[str, ...], _strings)
     converter.register_structure_hook(int | tuple[int, ...] | str | None, _gpu)
     return converter
 
