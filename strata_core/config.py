@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 import cattrs
 
+from . import answer_cache
 from .errors import StrataError
 
 #: The keys of the engine's server JSON config that strata reads; the rest are the engine's.
@@ -89,6 +90,7 @@ def _converter(forbid_extra_keys: bool) -> cattrs.Converter:
 
 def load(path: Path) -> RunConfig:
     """Read a run config; ``.json`` files are the engine's server config."""
+    answer_cache.read(path.resolve())
     try:
         text = path.read_text()
     except OSError as exc:

@@ -5,6 +5,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from . import answer_cache
+
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+
 OS_NAMES = ("linux", "windows")
 KV_TYPES = ("int8", "f16", "bf16")
 #: The engine's own packs (AMD_HIP.md: "native IQ packs"), then the GGUF formats.
@@ -18,7 +22,9 @@ def this_os() -> str:
 
 
 def ram_bytes(meminfo: Path = Path("/proc/meminfo")) -> int | None:
-    """MemTotal, or None where /proc/meminfo is missing or unreadable."""
+    """MemTotal, or None where /proc/meminfo is missing or unreadable. MemTotal stays
+    the same until the next boot, which is what a cached answer is checked against."""
+    answer_cache.read(BOOT_ID)
     try:
         for line in meminfo.read_text().splitlines():
             if line.startswith("MemTotal:"):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import attrs
 
-from . import archdb, config as run_config
+from . import answer_cache, archdb, config as run_config
 from .claims import Assignment, assign
 from .cli import detect, device_choice, warn
 from .context import ram_bytes, this_os
@@ -31,6 +31,7 @@ def config_path(args: argparse.Namespace, env: Mapping[str, str]) -> Path | None
     if env.get("STRATA_CONFIG"):
         return Path(env["STRATA_CONFIG"])
     default = Path("strata.toml")
+    answer_cache.read(default.resolve())
     return default if default.is_file() else None
 
 
@@ -119,6 +120,8 @@ def _ple_table_bytes(args: argparse.Namespace, config: run_config.RunConfig) -> 
     if args.ple_table_gib is not None:
         return int(args.ple_table_gib * GIB)
     ple = parse_engine_args(config.args, {"--ple-gguf"}).get("--ple-gguf")
+    if ple:
+        answer_cache.stated(ple)
     try:
         return os.stat(ple).st_size if ple else None
     except OSError:

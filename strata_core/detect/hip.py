@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+from .. import answer_cache
 from ..hookspec import hookimpl
 from ..records import Detection, DetectionContext, DeviceReport
 from .visibility import RUNTIME_VARIABLES
@@ -22,6 +23,10 @@ def strata_detect_devices(context: DetectionContext) -> Detection | None:
 
 
 def run_probe(context: DetectionContext) -> Detection:
+    answer_cache.read("/etc/ld.so.cache")
+    for library in (context.env.get("STRATA_HIP_LIBRARY"), context.env.get("ROCM_PATH"), "/opt/rocm"):
+        if library:
+            answer_cache.stated(library)
     env = {k: v for k, v in os.environ.items() if k not in RUNTIME_VARIABLES}
     env.update({k: v for k, v in context.env.items()
                 if k in RUNTIME_VARIABLES or k in ("STRATA_HIP_LIBRARY", "ROCM_PATH")})
@@ -31,10 +36,12 @@ def run_probe(context: DetectionContext) -> Detection:
             env=env, capture_output=True, text=True, timeout=context.hip_timeout_s,
         )
     except subprocess.TimeoutExpired:
+        answer_cache.refuse("the HIP probe timed out")
         return Detection(problems=(
             f"HIP runtime probe gave no answer within {context.hip_timeout_s:g} s; "
             "using KFD facts only (STRATA_HIP_PROBE_TIMEOUT sets the limit)",))
     if child.returncode != 0:
+        answer_cache.refuse("the HIP probe failed")
         last = (child.stderr.strip().splitlines() or ["no message"])[-1]
         return Detection(problems=(
             f"HIP runtime probe failed (exit status {child.returncode}: {last}); "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import archdb
+from .. import answer_cache, archdb
 from ..hookspec import hookimpl
 from ..records import Detection, DetectionContext, DeviceReport
 
@@ -25,6 +25,8 @@ def strata_detect_devices(context: DetectionContext) -> Detection:
 
 def walk(sysfs: Path) -> Detection:
     nodes_dir = sysfs / NODES_DIR
+    answer_cache.listed(nodes_dir)
+    answer_cache.listed(sysfs / "class/drm")
     if not nodes_dir.is_dir():
         return Detection(notes=(f"no KFD topology at {nodes_dir} (is the amdgpu driver loaded?)",))
     reports, problems = [], []
@@ -38,6 +40,7 @@ def walk(sysfs: Path) -> Detection:
 
 def parse_properties(path: Path, problems: list[str]) -> dict[str, int] | None:
     """The fields of one ``properties`` file; None when it cannot be read at all."""
+    answer_cache.read(path)
     try:
         text = path.read_text()
     except OSError as exc:
@@ -75,6 +78,7 @@ def pci_address(domain: int, location_id: int) -> str:
 
 def _read_node(sysfs: Path, node: Path, problems: list[str]) -> DeviceReport | None:
     path = node / "properties"
+    answer_cache.listed(node)
     if not path.exists():
         problems.append(f"{node}: no properties file; node skipped")
         return None
@@ -123,6 +127,7 @@ def _drm_device_dir(sysfs: Path, render_minor: int | None, pci: str | None) -> P
     if pci is None or not drm.is_dir():
         return None
     for card in sorted(drm.glob("card*/device")):
+        answer_cache.read(card / "uevent")
         if f"PCI_SLOT_NAME={pci}" in (_read_text(card, "uevent") or "").split("\n"):
             return card
     return None
@@ -131,6 +136,7 @@ def _drm_device_dir(sysfs: Path, render_minor: int | None, pci: str | None) -> P
 def _read_text(directory: Path | None, name: str) -> str | None:
     if directory is None:
         return None
+    answer_cache.read(directory / name)
     try:
         return (directory / name).read_text().strip() or None
     except (OSError, UnicodeDecodeError):
@@ -154,6 +160,8 @@ def _integrated_evidence(gfx: str, drm: Path | None, vram: int | None,
     if arch is not None and arch.integrated_only:
         return True, f"{gfx} exists only as an integrated GPU"
     for marker in ("board_info", "mem_info_vram_vendor"):
+        if drm is not None:
+            answer_cache.read(drm / marker)
         if drm is not None and (drm / marker).exists():
             return False, f"DRM {marker} present (amdgpu hides it on APUs)"
     if vram is not None and gtt is not None:

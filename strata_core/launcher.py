@@ -1,0 +1,51 @@
+"""The `strata-core` console script: answers a repeated read-only command from the answer
+cache before importing anything heavy, and otherwise runs the command line."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+from collections.abc import Sequence
+
+from . import answer_cache
+
+CACHEABLE = ("plan", "devices")
+
+
+class _Tee(io.TextIOBase):
+    def __init__(self, *streams: io.TextIOBase) -> None:
+        self.streams = streams
+
+    def write(self, text: str) -> int:
+        for stream in self.streams:
+            stream.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        for stream in self.streams:
+            stream.flush()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    env = dict(os.environ)
+    cacheable = argv[:1] and argv[0] in CACHEABLE and "--output" not in argv
+    if cacheable:
+        entry = answer_cache.lookup(argv, env)
+        if entry is not None:
+            sys.stdout.write(entry["stdout"])
+            sys.stderr.write(entry["stderr"])
+            return 0
+    from .cli import main as run
+
+    if not cacheable:
+        return run(argv)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(_Tee(sys.stdout, out)), \
+            contextlib.redirect_stderr(_Tee(sys.stderr, err)):
+        code = run(argv)
+    if code == 0:
+        answer_cache.store(argv, env, out.getvalue(), err.getvalue())
+    return code

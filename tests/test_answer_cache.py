@@ -1,0 +1,83 @@
+"""The answer cache: a repeated plan or devices is answered from it only while everything it
+depended on is unchanged."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from strata_core.testing.sysfs import R9700, RX_7900_XTX, write_sysfs
+
+SENTINEL = "answered from the cache\n"
+
+
+def run(*args, env):
+    result = subprocess.run([sys.executable, "-m", "strata_core", *args], env=env,
+                            capture_output=True, text=True, timeout=120)
+    return result
+
+
+@pytest.fixture
+def cached(tmp_path, env):
+    """Run `plan --json` once, then mark its cache entry so that a hit is visible."""
+    root = write_sysfs(tmp_path / "sys", [R9700])
+    config = tmp_path / "strata.toml"
+    config.write_text('[env]\nSTRATA_HC_Q8 = "0"\n')
+    env = env | {"STRATA_SYSFS": str(root), "STRATA_CONFIG": str(config)}
+    args = ("plan", "--json")
+    first = run(*args, env=env)
+    assert first.returncode == 0
+    (entry,) = (tmp_path / "answer-cache").glob("answer-*.json")
+    stored = json.loads(entry.read_text())
+    assert stored["stdout"] == first.stdout
+    stored["stdout"] = SENTINEL
+    entry.write_text(json.dumps(stored))
+    return env, args, root, config
+
+
+def test_a_repeated_command_is_answered_from_the_cache(cached):
+    env, args, _, _ = cached
+    assert run(*args, env=env).stdout == SENTINEL
+
+
+def test_a_changed_sysfs_file_is_seen(cached):
+    env, args, root, _ = cached
+    counter = root / "class/drm/renderD128/device/mem_info_vram_total"
+    counter.write_text(f"{16 << 30}\n")
+    answer = json.loads(run(*args, env=env).stdout)
+    assert answer["device"]["vram_bytes"] == 16 << 30
+
+
+def test_a_new_kfd_node_is_seen(cached, tmp_path):
+    env, args, root, _ = cached
+    write_sysfs(tmp_path / "other", [R9700, RX_7900_XTX])
+    nodes = root / "class/kfd/kfd/topology/nodes"
+    (nodes / "2").mkdir()
+    (nodes / "2/properties").write_text(
+        (tmp_path / "other/class/kfd/kfd/topology/nodes/2/properties").read_text())
+    assert run(*args, env=env).stdout != SENTINEL
+
+
+def test_a_changed_config_is_seen(cached):
+    env, args, _, config = cached
+    config.write_text('[env]\nSTRATA_HC_Q8 = "1"\n')
+    answer = json.loads(run(*args, env=env).stdout)
+    assert answer["switches"]["STRATA_HC_Q8"]["value"] == "1"
+
+
+def test_a_changed_environment_is_seen(cached):
+    env, args, _, _ = cached
+    answer = json.loads(run(*args, env=env | {"STRATA_HIP_ROUTER_OLD": "1"}).stdout)
+    assert answer["switches"]["STRATA_HIP_ROUTER_OLD"]["source"] == "user"
+
+
+def test_the_cache_can_be_turned_off(cached):
+    env, args, _, _ = cached
+    assert run(*args, env=env | {"STRATA_CACHE": "0"}).stdout != SENTINEL
+
+
+def test_errors_are_not_cached(tmp_path, env):
+    env = env | {"STRATA_SYSFS": str(tmp_path)}
+    assert run("plan", env=env).returncode == 2
+    assert not list((tmp_path / "answer-cache").glob("answer-*.json"))
