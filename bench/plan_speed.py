@@ -56,8 +56,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = write_sysfs(Path(tmp), [RADEON_780M, R9700])
         bare = command([sys.executable, "-c", "pass"])
-        plan = command([sys.executable, "-m", "strata_core", "plan", "--sysfs", str(root),
-                        "--json"])
+        script = str(Path(sys.executable).parent / "strata-core")
+        plan = command([script, "plan", "--sysfs", str(root), "--json"])
     print(f"python -c pass: {bare * 1e3:.1f} ms; strata-core plan --json: {plan * 1e3:.1f} ms "
           f"({plan / bare:.1f}x), medians of 21")
 

@@ -4,14 +4,14 @@ costs about one Python start.
 An answer is stored with everything it depended on: the files it read (checked by content:
 sysfs attributes have no useful mtime), the directories it listed, and the Python modules
 and ``sys.path`` folders that produced it (checked by mtime and size). It is given again only
-while every one of them is unchanged. Only the standard library is imported here, and only
-cheap modules, so that a hit stays fast. ``STRATA_CACHE=0`` turns the cache off;
+while every one of them is unchanged. Only modules that cost nothing to import are used here
+(entries are marshal files, not JSON), so that a hit stays fast. ``STRATA_CACHE=0`` turns the cache off;
 ``STRATA_CACHE_DIR`` moves it (default: ``$XDG_CACHE_HOME/strata`` or ``~/.cache/strata``).
 """
 
 from __future__ import annotations
 
-import json
+import marshal
 import os
 import sys
 import zlib
@@ -61,11 +61,11 @@ def _directory(env: dict[str, str]) -> str:
 
 def _key(argv: list[str], env: dict[str, str]) -> str:
     relevant = sorted((k, v) for k, v in env.items() if k.startswith(ENV_PREFIXES))
-    return json.dumps([FORMAT, sys.executable, sys.path, os.getcwd(), argv, relevant])
+    return repr([FORMAT, sys.version, sys.executable, sys.path, os.getcwd(), argv, relevant])
 
 
 def _entry_path(key: str, env: dict[str, str]) -> str:
-    return os.path.join(_directory(env), f"answer-{zlib.crc32(key.encode()):08x}.json")
+    return os.path.join(_directory(env), f"answer-{zlib.crc32(key.encode()):08x}.marshal")
 
 
 def _content(path: str) -> list[int] | None:
@@ -104,11 +104,11 @@ def lookup(argv: list[str], env: dict[str, str]) -> dict | None:
         return None
     key = _key(argv, env)
     try:
-        with open(_entry_path(key, env)) as handle:
-            entry = json.load(handle)
-    except (OSError, ValueError):
+        with open(_entry_path(key, env), "rb") as handle:
+            entry = marshal.load(handle)
+    except (OSError, ValueError, EOFError, TypeError):
         return None
-    if entry.get("key") != key:
+    if not isinstance(entry, dict) or entry.get("key") != key:
         return None
     checks = ((_content, entry["files"]), (_listing, entry["dirs"]), (_stat, entry["stats"]))
     for probe, recorded in checks:
@@ -136,8 +136,8 @@ def store(argv: list[str], env: dict[str, str], stdout: str, stderr: str) -> Non
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         temp = f"{path}.{os.getpid()}.tmp"
-        with open(temp, "w") as handle:
-            json.dump(entry, handle)
+        with open(temp, "wb") as handle:
+            marshal.dump(entry, handle)
         os.replace(temp, path)
     except OSError:
         return

@@ -3,7 +3,6 @@ cache before importing anything heavy, and otherwise runs the command line."""
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
 import sys
@@ -38,6 +37,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.write(entry["stdout"])
             sys.stderr.write(entry["stderr"])
             return 0
+    import contextlib
+
     from .cli import main as run
 
     if not cacheable:

@@ -2,6 +2,7 @@
 depended on is unchanged."""
 
 import json
+import marshal
 import subprocess
 import sys
 
@@ -28,11 +29,11 @@ def cached(tmp_path, env):
     args = ("plan", "--json")
     first = run(*args, env=env)
     assert first.returncode == 0
-    (entry,) = (tmp_path / "answer-cache").glob("answer-*.json")
-    stored = json.loads(entry.read_text())
+    (entry,) = (tmp_path / "answer-cache").glob("answer-*.marshal")
+    stored = marshal.loads(entry.read_bytes())
     assert stored["stdout"] == first.stdout
     stored["stdout"] = SENTINEL
-    entry.write_text(json.dumps(stored))
+    entry.write_bytes(marshal.dumps(stored))
     return env, args, root, config
 
 
@@ -80,4 +81,4 @@ def test_the_cache_can_be_turned_off(cached):
 def test_errors_are_not_cached(tmp_path, env):
     env = env | {"STRATA_SYSFS": str(tmp_path)}
     assert run("plan", env=env).returncode == 2
-    assert not list((tmp_path / "answer-cache").glob("answer-*.json"))
+    assert not list((tmp_path / "answer-cache").glob("answer-*.marshal"))
