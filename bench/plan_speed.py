@@ -31,8 +31,14 @@ def in_process(runs: int = 2000) -> float:
         found = scan(manager, DetectionContext(sysfs=root, env=env, hip_probe=False))
     assignments, _ = assign(manager, found.devices)
     main = assignments[1]
-    context = RunContext(os="linux", kv="int8", pack="IQ3_S", other_cards=(found.devices[0],),
-                         ram_bytes=64 << 30, ple_table_bytes=27 << 30)
+    context = RunContext(
+        os="linux",
+        kv="int8",
+        pack="IQ3_S",
+        other_cards=(found.devices[0],),
+        ram_bytes=64 << 30,
+        ple_table_bytes=27 << 30,
+    )
     times = []
     for _ in range(runs):
         start = time.perf_counter()
@@ -58,8 +64,10 @@ def main() -> None:
         bare = command([sys.executable, "-c", "pass"])
         script = str(Path(sys.executable).parent / "strata-core")
         plan = command([script, "plan", "--sysfs", str(root), "--json"])
-    print(f"python -c pass: {bare * 1e3:.1f} ms; strata-core plan --json: {plan * 1e3:.1f} ms "
-          f"({plan / bare:.1f}x), medians of 21")
+    print(
+        f"python -c pass: {bare * 1e3:.1f} ms; strata-core plan --json: {plan * 1e3:.1f} ms "
+        f"({plan / bare:.1f}x), medians of 21"
+    )
 
 
 if __name__ == "__main__":

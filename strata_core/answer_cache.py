@@ -5,8 +5,10 @@ An answer is stored with everything it depended on: the files it read (checked b
 sysfs attributes have no useful mtime), the directories it listed, and the Python modules
 and ``sys.path`` folders that produced it (checked by mtime and size). It is given again only
 while every one of them is unchanged. Only modules that cost nothing to import are used here
-(entries are marshal files, not JSON), so that a hit stays fast. ``STRATA_CACHE=0`` turns the cache off;
-``STRATA_CACHE_DIR`` moves it (default: ``$XDG_CACHE_HOME/strata`` or ``~/.cache/strata``).
+(entries are marshal files, not JSON), so that a hit stays fast.
+
+``STRATA_CACHE=0`` turns the cache off; ``STRATA_CACHE_DIR`` moves it (default:
+``$XDG_CACHE_HOME/strata`` or ``~/.cache/strata``).
 """
 
 from __future__ import annotations
@@ -19,8 +21,15 @@ import zlib
 FORMAT = 1
 #: Environment variables that can change an answer: strata's own, the ROCm runtime's, and
 #: where the HIP runtime is looked for.
-ENV_PREFIXES = ("STRATA_", "HSA_", "ROCR_", "HIP_", "CUDA_VISIBLE_DEVICES", "ROCM_PATH",
-                "LD_LIBRARY_PATH")
+ENV_PREFIXES = (
+    "STRATA_",
+    "HSA_",
+    "ROCR_",
+    "HIP_",
+    "CUDA_VISIBLE_DEVICES",
+    "ROCM_PATH",
+    "LD_LIBRARY_PATH",
+)
 
 _read_files: set[str] = set()
 _stated_files: set[str] = set()

@@ -23,14 +23,17 @@ class Assignment:
         return self.plugin is not None and self.device.visible
 
 
-def assign(manager: PluginManager, devices: Sequence[Device],
-           chosen: str | None = None) -> tuple[list[Assignment], list[str]]:
+def assign(
+    manager: PluginManager, devices: Sequence[Device], chosen: str | None = None
+) -> tuple[list[Assignment], list[str]]:
     """Resolve each device's plugin. ``chosen`` is STRATA_ARCH_PLUGIN (or the run config's
     choice): when it claims a device it wins there, whatever the others score."""
     problems: list[str] = []
     if chosen and chosen not in manager.active():
-        problems.append(f"STRATA_ARCH_PLUGIN={chosen} names no active plugin "
-                        f"(active: {', '.join(manager.active())})")
+        problems.append(
+            f"STRATA_ARCH_PLUGIN={chosen} names no active plugin "
+            f"(active: {', '.join(manager.active())})"
+        )
     result = []
     for device in devices:
         claims = tuple(manager.call_each("strata_claim_device", expected=Claim, device=device))
@@ -38,8 +41,13 @@ def assign(manager: PluginManager, devices: Sequence[Device],
     return result, problems
 
 
-def _resolve(manager: PluginManager, device: Device, claims: tuple[tuple[str, Claim], ...],
-             chosen: str | None, problems: list[str]) -> Assignment:
+def _resolve(
+    manager: PluginManager,
+    device: Device,
+    claims: tuple[tuple[str, Claim], ...],
+    chosen: str | None,
+    problems: list[str],
+) -> Assignment:
     positive = [(name, c) for name, c in claims if c.score > 0]
     for name, claim in positive:
         if name == chosen:
@@ -49,8 +57,10 @@ def _resolve(manager: PluginManager, device: Device, claims: tuple[tuple[str, Cl
     best = max(c.score for _, c in positive)
     top = [name for name, c in positive if c.score == best]
     if len(top) > 1:
-        why = (f"plugins {' and '.join(top)} both claim {device.gfx} with specificity {best}; "
-               f"set STRATA_ARCH_PLUGIN to one of them")
+        why = (
+            f"plugins {' and '.join(top)} both claim {device.gfx} with specificity {best}; "
+            f"set STRATA_ARCH_PLUGIN to one of them"
+        )
         problems.append(f"device {device.pci or device.gfx}: {why}")
         return Assignment(device, None, why, claims)
     winner, claim = next((n, c) for n, c in positive if n == top[0])
@@ -64,8 +74,11 @@ def _nobody(manager: PluginManager, device: Device, claims: tuple[tuple[str, Cla
     if found is not None:
         extra, distribution = found
         records = [r for r in manager.records.values() if r.distribution == distribution]
-        reasons += [f"{r.name} is {r.status.value}: {r.why}" for r in records
-                    if r.status is not PluginStatus.ACTIVE]
+        reasons += [
+            f"{r.name} is {r.status.value}: {r.why}"
+            for r in records
+            if r.status is not PluginStatus.ACTIVE
+        ]
         if not records:
             reasons.append(f"install strata[{extra}] for it")
     return why + (": " + "; ".join(reasons) if reasons else "")

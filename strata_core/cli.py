@@ -18,7 +18,8 @@ PROG = "strata-core"
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=PROG, description="Which AMD GPU backend of the Strata engine runs on this PC.")
+        prog=PROG, description="Which AMD GPU backend of the Strata engine runs on this PC."
+    )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -27,42 +28,80 @@ def _parser() -> argparse.ArgumentParser:
 
     devices = commands.add_parser("devices", help="list the AMD GPUs and who runs each")
     devices.add_argument("--json", action="store_true", help="print JSON")
-    devices.add_argument("--sysfs", metavar="DIR", type=Path,
-                         help="sysfs root to read (default: $STRATA_SYSFS or /sys)")
+    devices.add_argument(
+        "--sysfs",
+        metavar="DIR",
+        type=Path,
+        help="sysfs root to read (default: $STRATA_SYSFS or /sys)",
+    )
+    devices.add_argument(
+        "--config",
+        metavar="FILE",
+        type=Path,
+        help="run config whose gpu is used (default: $STRATA_CONFIG, "
+        "else ./strata.toml if present)",
+    )
     _detection_options(devices)
 
     plan = commands.add_parser("plan", help="show what would run and why; changes nothing")
     output = plan.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print JSON")
-    output.add_argument("--toml", action="store_true",
-                        help="print a run config that reproduces this plan")
+    output.add_argument(
+        "--toml", action="store_true", help="print a run config that reproduces this plan"
+    )
     output.add_argument("--explain", metavar="NAME", help="say where one value came from")
-    plan.add_argument("--output", metavar="FILE", type=Path,
-                      help="with --toml: write the run config to FILE (atomically)")
+    plan.add_argument(
+        "--output",
+        metavar="FILE",
+        type=Path,
+        help="with --toml: write the run config to FILE (atomically)",
+    )
     target = plan.add_mutually_exclusive_group()
     target.add_argument("--device", metavar="GFX", help="plan for a card that is not in this PC")
-    target.add_argument("--sysfs", metavar="DIR", type=Path,
-                        help="sysfs root to read (default: $STRATA_SYSFS or /sys)")
-    plan.add_argument("--integrated", action="store_true",
-                      help="with --device: the card is an integrated GPU")
+    target.add_argument(
+        "--sysfs",
+        metavar="DIR",
+        type=Path,
+        help="sysfs root to read (default: $STRATA_SYSFS or /sys)",
+    )
+    plan.add_argument(
+        "--integrated", action="store_true", help="with --device: the card is an integrated GPU"
+    )
     plan.add_argument("--os", choices=OS_NAMES, help="plan for this OS (default: this one)")
     plan.add_argument("--kv", choices=KV_TYPES, help="KV cache type (default: the config's --kv)")
-    plan.add_argument("--pack", choices=PACKS, metavar="FORMAT",
-                      help=f"model pack format: {', '.join(PACKS)}")
-    plan.add_argument("--kv-streaming", action="store_true",
-                      help="KV streaming on (the config's --kv-resident also says so)")
-    plan.add_argument("--ple-table-gib", type=float, metavar="GIB",
-                      help="PLE table size (default: the size of the config's --ple-gguf)")
-    plan.add_argument("--config", metavar="FILE", type=Path,
-                      help="run config (default: $STRATA_CONFIG, else ./strata.toml if present)")
+    plan.add_argument(
+        "--pack", choices=PACKS, metavar="FORMAT", help=f"model pack format: {', '.join(PACKS)}"
+    )
+    plan.add_argument(
+        "--kv-streaming",
+        action="store_true",
+        help="KV streaming on (the config's --kv-resident also says so)",
+    )
+    plan.add_argument(
+        "--ple-table-gib",
+        type=float,
+        metavar="GIB",
+        help="PLE table size (default: the size of the config's --ple-gguf)",
+    )
+    plan.add_argument(
+        "--config",
+        metavar="FILE",
+        type=Path,
+        help="run config (default: $STRATA_CONFIG, else ./strata.toml if present)",
+    )
     _detection_options(plan)
     return parser
 
 
 def _detection_options(parser: argparse.ArgumentParser) -> None:
     probe = parser.add_mutually_exclusive_group()
-    probe.add_argument("--hip", dest="hip", action="store_true", default=None,
-                       help="ask the HIP runtime too (default: only when reading /sys)")
+    probe.add_argument(
+        "--hip",
+        dest="hip",
+        action="store_true",
+        default=None,
+        help="ask the HIP runtime too (default: only when reading /sys)",
+    )
     probe.add_argument("--no-hip", dest="hip", action="store_false")
     choice = parser.add_mutually_exclusive_group()
     choice.add_argument("--gpu", type=int, metavar="N", help="use HIP device N")
@@ -87,8 +126,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if env.get("STRATA_DEBUG"):
             raise
-        print(f"{PROG}: internal error: {type(exc).__name__}: {exc} "
-              "(STRATA_DEBUG=1 shows where)", file=sys.stderr)
+        print(
+            f"{PROG}: internal error: {type(exc).__name__}: {exc} (STRATA_DEBUG=1 shows where)",
+            file=sys.stderr,
+        )
         return 1
 
 
@@ -104,8 +145,12 @@ def _plugins(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     manager = PluginManager.discover(env)
     records = list(manager.records.values())
     if args.json:
-        print(json.dumps({"plugins": [plugin_dict(r) for r in records],
-                          "problems": manager.problems}, indent=2))
+        print(
+            json.dumps(
+                {"plugins": [plugin_dict(r) for r in records], "problems": manager.problems},
+                indent=2,
+            )
+        )
     else:
         warn(manager.problems)
         print(plugins_text(records))
@@ -134,13 +179,20 @@ def device_choice(args: argparse.Namespace, config=None):
     from .selection import DeviceChoice, parse_gpus, parse_roles
 
     if args.gpu is not None or args.gpus or args.gpu_roles:
-        return DeviceChoice(gpu=args.gpu, gpus=parse_gpus(args.gpus) if args.gpus else None,
-                            roles=parse_roles(args.gpu_roles) if args.gpu_roles else {})
+        return DeviceChoice(
+            gpu=args.gpu,
+            gpus=parse_gpus(args.gpus) if args.gpus else None,
+            roles=parse_roles(args.gpu_roles) if args.gpu_roles else {},
+        )
     if config is not None and (config.gpu is not None or config.gpu_roles):
         roles = {int(k): v for k, v in config.gpu_roles.items()}
         single = config.gpu if isinstance(config.gpu, int) else None
-        return DeviceChoice(gpu=single, gpus=None if single is not None else config.gpu,
-                            roles=roles, source="the run config")
+        return DeviceChoice(
+            gpu=single,
+            gpus=None if single is not None else config.gpu,
+            roles=roles,
+            source="the run config",
+        )
     return DeviceChoice()
 
 
@@ -161,16 +213,28 @@ def detect(args: argparse.Namespace, env: Mapping[str, str], choice, chosen_plug
 
 
 def _devices(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from . import config as run_config
     from .report import device_dict, devices_text
 
+    path = run_config.find(args.config, env)
+    config = run_config.load(path) if path is not None else run_config.RunConfig()
     _, found, assignments, selection, warnings = detect(
-        args, env, device_choice(args), env.get("STRATA_ARCH_PLUGIN"))
+        args, env, device_choice(args, config), env.get("STRATA_ARCH_PLUGIN") or config.arch_plugin
+    )
     rows = [device_dict(a, selection) for a in assignments]
     if args.json:
-        print(json.dumps({"devices": rows, "selected": list(selection.indices),
-                          "selection_reason": selection.reason,
-                          "notes": [*found.notes, *selection.notes],
-                          "warnings": warnings}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "devices": rows,
+                    "selected": list(selection.indices),
+                    "selection_reason": selection.reason,
+                    "notes": [*found.notes, *selection.notes],
+                    "warnings": warnings,
+                },
+                indent=2,
+            )
+        )
     else:
         warn(warnings)
         for note in (*found.notes, *selection.notes):

@@ -8,6 +8,7 @@ import os
 import re
 import tempfile
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -71,8 +72,11 @@ def _gpu(value: Any, _type: type) -> int | tuple[int, ...] | str | None:
         return value
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
-    if isinstance(value, list) and value and all(
-            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)
+    ):
         if len(set(value)) != len(value):
             raise _BadValue("each HIP number once")
         return tuple(value)
@@ -86,6 +90,17 @@ def _converter(forbid_extra_keys: bool) -> cattrs.Converter:
     converter.register_structure_hook_func(lambda t: t == tuple[str, ...], _strings)
     converter.register_structure_hook(int | tuple[int, ...] | str | None, _gpu)
     return converter
+
+
+def find(given: Path | None, env: Mapping[str, str]) -> Path | None:
+    """The run config to read: the one given, else $STRATA_CONFIG, else ./strata.toml."""
+    if given is not None:
+        return given
+    if env.get("STRATA_CONFIG"):
+        return Path(env["STRATA_CONFIG"])
+    default = Path("strata.toml")
+    answer_cache.read(default.resolve())
+    return default if default.is_file() else None
 
 
 def load(path: Path) -> RunConfig:
@@ -151,8 +166,9 @@ def _line_of(text: str, keys: list[str], json_syntax: bool) -> int | None:
     if not names:
         return None
     if json_syntax:
-        return next((n for n, line in enumerate(text.splitlines(), 1)
-                     if f'"{names[-1]}"' in line), None)
+        return next(
+            (n for n, line in enumerate(text.splitlines(), 1) if f'"{names[-1]}"' in line), None
+        )
     table: list[str] = []
     for n, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
@@ -164,7 +180,7 @@ def _line_of(text: str, keys: list[str], json_syntax: bool) -> int | None:
         key, eq, _ = stripped.partition("=")
         if eq and not stripped.startswith("#"):
             full = table + [p.strip().strip('"') for p in key.split(".")]
-            if names[:len(full)] == full:
+            if names[: len(full)] == full:
                 return n
     return None
 

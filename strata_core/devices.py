@@ -48,9 +48,11 @@ def merge_reports(reports: Sequence[DeviceReport]) -> list[dict]:
     groups: list[list[DeviceReport]] = []
     for report in sorted(reports, key=lambda r: r.source != "kfd"):
         for group in groups:
-            if any((report.pci and report.pci == r.pci)
-                   or (not report.pci and report.unique_id and report.unique_id == r.unique_id)
-                   for r in group):
+            if any(
+                (report.pci and report.pci == r.pci)
+                or (not report.pci and report.unique_id and report.unique_id == r.unique_id)
+                for r in group
+            ):
                 group.append(report)
                 break
         else:
@@ -65,13 +67,15 @@ def merge_reports(reports: Sequence[DeviceReport]) -> list[dict]:
         if facts["integrated"] is not None:
             facts["integrated_evidence"] = max(
                 (r for r in group if r.integrated is not None),
-                key=lambda r: _rank(r.source, "integrated")).integrated_evidence
+                key=lambda r: _rank(r.source, "integrated"),
+            ).integrated_evidence
         merged.append(facts)
     return merged
 
 
-def build_devices(reports: Sequence[DeviceReport], env: Mapping[str, str],
-                  problems: list[str]) -> list[Device]:
+def build_devices(
+    reports: Sequence[DeviceReport], env: Mapping[str, str], problems: list[str]
+) -> list[Device]:
     merged = [m for m in merge_reports(reports) if m["gfx"]]
     hip_indexed = any(m["hip_index"] is not None for m in merged)
     visibility = visible_devices([m["unique_id"] for m in merged], env)
@@ -87,8 +91,13 @@ def build_devices(reports: Sequence[DeviceReport], env: Mapping[str, str],
     return devices
 
 
-def _device(facts: dict, index: int | None, hidden_by: str | None, env: Mapping[str, str],
-            problems: list[str]) -> Device:
+def _device(
+    facts: dict,
+    index: int | None,
+    hidden_by: str | None,
+    env: Mapping[str, str],
+    problems: list[str],
+) -> Device:
     physical = facts["gfx"]
     arch = archdb.lookup(physical)
     effective, override = physical, None
@@ -103,7 +112,8 @@ def _device(facts: dict, index: int | None, hidden_by: str | None, env: Mapping[
     if effective != physical and archdb.family_of(effective) != archdb.family_of(physical):
         problems.append(
             f"{override} makes a {physical} ({archdb.family_of(physical)}) load "
-            f"{effective} ({archdb.family_of(effective)}) code")
+            f"{effective} ({archdb.family_of(effective)}) code"
+        )
     integrated = facts["integrated"]
     evidence = facts["integrated_evidence"]
     if integrated is None:

@@ -44,8 +44,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not cacheable:
         return run(argv)
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(_Tee(sys.stdout, out)), \
-            contextlib.redirect_stderr(_Tee(sys.stderr, err)):
+    with (
+        contextlib.redirect_stdout(_Tee(sys.stdout, out)),
+        contextlib.redirect_stderr(_Tee(sys.stderr, err)),
+    ):
         code = run(argv)
     if code == 0:
         answer_cache.store(argv, env, out.getvalue(), err.getvalue())

@@ -84,11 +84,18 @@ class PluginManager:
         denied = set(_names(self.env, "STRATA_DISABLE_PLUGINS"))
         for name, module in BUILTIN_PLUGINS.items():
             if name in denied:
-                self._record(name, "strata", __version__, PluginStatus.DISABLED,
-                             "named in STRATA_DISABLE_PLUGINS", builtin=True)
+                self._record(
+                    name,
+                    "strata",
+                    __version__,
+                    PluginStatus.DISABLED,
+                    "named in STRATA_DISABLE_PLUGINS",
+                    builtin=True,
+                )
                 continue
-            self.register(name, importlib.import_module(module), "strata", __version__,
-                          builtin=True)
+            self.register(
+                name, importlib.import_module(module), "strata", __version__, builtin=True
+            )
 
     def load_entry_points(self, eps: list[EntryPoint] | tuple[EntryPoint, ...]) -> None:
         allowed = _names(self.env, "STRATA_PLUGINS")
@@ -100,18 +107,26 @@ class PluginManager:
             version = ep.dist.version if ep.dist else "?"
             if ep.name in seen or ep.name in BUILTIN_PLUGINS:
                 self.problems.append(
-                    f"plugin name {ep.name!r} of {dist} is already taken; {dist}'s is skipped")
+                    f"plugin name {ep.name!r} of {dist} is already taken; {dist}'s is skipped"
+                )
                 continue
             seen.add(ep.name)
             if ep.name in denied:
-                self._record(ep.name, dist, version, PluginStatus.DISABLED,
-                             "named in STRATA_DISABLE_PLUGINS")
+                self._record(
+                    ep.name, dist, version, PluginStatus.DISABLED, "named in STRATA_DISABLE_PLUGINS"
+                )
             elif allowed and ep.name not in allowed:
-                self._record(ep.name, dist, version, PluginStatus.NOT_ALLOWED,
-                             "not named in STRATA_PLUGINS")
+                self._record(
+                    ep.name, dist, version, PluginStatus.NOT_ALLOWED, "not named in STRATA_PLUGINS"
+                )
             elif not autoload and ep.name not in allowed:
-                self._record(ep.name, dist, version, PluginStatus.NOT_ALLOWED,
-                             "STRATA_DISABLE_PLUGIN_AUTOLOAD is set")
+                self._record(
+                    ep.name,
+                    dist,
+                    version,
+                    PluginStatus.NOT_ALLOWED,
+                    "STRATA_DISABLE_PLUGIN_AUTOLOAD is set",
+                )
             else:
                 self._load(ep, dist, version)
         known = seen | set(BUILTIN_PLUGINS)
@@ -120,7 +135,8 @@ class PluginManager:
                 if name not in known:
                     self.problems.append(
                         f"{key} names {name!r}, which matches no installed plugin "
-                        f"(installed: {', '.join(sorted(known))})")
+                        f"(installed: {', '.join(sorted(known))})"
+                    )
 
     def _load(self, ep: EntryPoint, dist: str, version: str) -> None:
         try:
@@ -134,16 +150,30 @@ class PluginManager:
             return
         self.register(ep.name, plugin, dist, version)
 
-    def register(self, name: str, plugin: object, dist: str, version: str,
-                 builtin: bool = False) -> None:
+    def register(
+        self, name: str, plugin: object, dist: str, version: str, builtin: bool = False
+    ) -> None:
         """Check the plugin's API version, register it, and record the outcome."""
         api = getattr(plugin, "strata_api_version", None)
         if not isinstance(api, int) or isinstance(api, bool) or api not in SUPPORTED_API_VERSIONS:
-            stated = "declares no strata_api_version" if api is None else f"implements strata API {api!r}"
-            why = (f"{stated}; strata {__version__} supports API "
-                   f"{', '.join(map(str, SUPPORTED_API_VERSIONS))}")
-            self._record(name, dist, version, PluginStatus.INCOMPATIBLE, why,
-                         api if isinstance(api, int) else None, builtin=builtin)
+            stated = (
+                "declares no strata_api_version"
+                if api is None
+                else f"implements strata API {api!r}"
+            )
+            why = (
+                f"{stated}; strata {__version__} supports API "
+                f"{', '.join(map(str, SUPPORTED_API_VERSIONS))}"
+            )
+            self._record(
+                name,
+                dist,
+                version,
+                PluginStatus.INCOMPATIBLE,
+                why,
+                api if isinstance(api, int) else None,
+                builtin=builtin,
+            )
             self.problems.append(f"plugin {name} ({dist} {version}) disabled: {why}")
             return
         try:
@@ -162,15 +192,28 @@ class PluginManager:
         if targets and name in self.records:
             self.records[name] = attrs.evolve(self.records[name], targets=targets[0][1])
 
-    def _record(self, name: str, dist: str, version: str, status: PluginStatus, why: str,
-                api: int | None = None, builtin: bool = False) -> None:
+    def _record(
+        self,
+        name: str,
+        dist: str,
+        version: str,
+        status: PluginStatus,
+        why: str,
+        api: int | None = None,
+        builtin: bool = False,
+    ) -> None:
         self.records[name] = PluginRecord(name, dist, version, status, why, api, builtin=builtin)
 
     def active(self) -> list[str]:
         return [n for n, r in self.records.items() if r.status is PluginStatus.ACTIVE]
 
-    def call_each(self, hook_name: str, expected: type | tuple[type, ...],
-                  only: Collection[str] | None = None, **kwargs: Any) -> list[tuple[str, Any]]:
+    def call_each(
+        self,
+        hook_name: str,
+        expected: type | tuple[type, ...],
+        only: Collection[str] | None = None,
+        **kwargs: Any,
+    ) -> list[tuple[str, Any]]:
         """Call every implementation of a hook (or those of the ``only`` plugins) on its
         own, in registration order.
 
@@ -187,7 +230,8 @@ class PluginManager:
                 if result is not None and not isinstance(result, expected):
                     raise PluginError(
                         f"returned {type(result).__name__}, expected "
-                        f"{getattr(expected, '__name__', expected)}")
+                        f"{getattr(expected, '__name__', expected)}"
+                    )
             except Exception as exc:
                 if self.strict:
                     raise
@@ -200,7 +244,9 @@ class PluginManager:
     def _fail(self, name: str, why: str) -> None:
         record = self.records[name]
         self.records[name] = attrs.evolve(record, status=PluginStatus.BROKEN, why=why)
-        self.problems.append(f"plugin {name} ({record.distribution} {record.version}) skipped: {why}")
+        self.problems.append(
+            f"plugin {name} ({record.distribution} {record.version}) skipped: {why}"
+        )
         plugin = self.pm.get_plugin(name)
         if plugin is not None:
             self.pm.unregister(plugin)

@@ -21,8 +21,12 @@ PACKAGES = (
     Package("rdna3", "windows", ("gfx1100", "gfx1101", "gfx1102", "gfx1151"), "10.2.0a20260930"),
     Package("rdna2", "windows", ("gfx1030", "gfx1031"), "10.2.0a20260930"),
     Package("rx9070", "linux", ("gfx1200", "gfx1201"), "7.10.0a20251120 (gfx120X-all wheels)"),
-    Package("rx7900", "linux", ("gfx1100", "gfx1101", "gfx1102"),
-            "7.10.0a20251120 (gfx110X-dgpu wheels)"),
+    Package(
+        "rx7900",
+        "linux",
+        ("gfx1100", "gfx1101", "gfx1102"),
+        "7.10.0a20251120 (gfx110X-dgpu wheels)",
+    ),
     Package("halo", "linux", ("gfx1151",), "7.14.1 (TheRock)"),
     Package("rx6000", "linux", ("gfx1030", "gfx1031"), "7.13.0a20260515 (gfx103X-all wheels)"),
 )
@@ -36,5 +40,7 @@ def refusal(device: Device, os_name: str) -> str:
     """The one line for a card no package's GPU code covers."""
     arch = archdb.lookup(device.gfx)
     how = f" ({arch.status.value}: {arch.note})" if arch and arch.note else ""
-    return (f"no ready-made {os_name.capitalize()} engine package carries GPU code for the "
-            f"{device.family} card {device.name} ({device.gfx}); build the engine from source{how}")
+    return (
+        f"no ready-made {os_name.capitalize()} engine package carries GPU code for the "
+        f"{device.family} card {device.name} ({device.gfx}); build the engine from source{how}"
+    )

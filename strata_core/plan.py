@@ -33,24 +33,34 @@ class Plan:
     def engine_env(self) -> dict[str, str]:
         """The environment the engine gets on top of the user's: every value strata decided
         or the run config set, and the run config's other variables."""
-        chosen = {n: r.value for n, r in self.switches.items()
-                  if r.value is not None and r.source != "user"}
+        chosen = {
+            n: r.value
+            for n, r in self.switches.items()
+            if r.value is not None and r.source != "user"
+        }
         return dict(self.extra_env) | chosen
 
     def engine_args(self) -> list[str]:
-        return [part for flag, r in self.args.items() if r.value is not None
-                and r.source != "user" for part in (flag, r.value)]
+        return [
+            part
+            for flag, r in self.args.items()
+            if r.value is not None and r.source != "user"
+            for part in (flag, r.value)
+        ]
 
     def explain(self, name: str) -> Resolved | None:
         return self.switches.get(name) or self.args.get(name)
 
 
-def declarations(manager: PluginManager, plugins: tuple[str, ...]) -> tuple[dict[str, Switch], list[str]]:
+def declarations(
+    manager: PluginManager, plugins: tuple[str, ...]
+) -> tuple[dict[str, Switch], list[str]]:
     """The switches the named plugins declare; a name declared twice keeps the first."""
     switches: dict[str, Switch] = {}
     warnings = []
-    for plugin, declared in manager.call_each("strata_declare_switches", expected=tuple,
-                                              only=plugins):
+    for plugin, declared in manager.call_each(
+        "strata_declare_switches", expected=tuple, only=plugins
+    ):
         for switch in declared:
             if not isinstance(switch, Switch):
                 warnings.append(f"plugin {plugin} declares {switch!r}, which is not a Switch")
@@ -61,9 +71,16 @@ def declarations(manager: PluginManager, plugins: tuple[str, ...]) -> tuple[dict
     return switches, warnings
 
 
-def build_plan(manager: PluginManager, device: Device, plugin: str, context: RunContext,
-               user: Mapping[str, str], config_env: Mapping[str, str], config_args: tuple[str, ...],
-               config_name: str) -> Plan:
+def build_plan(
+    manager: PluginManager,
+    device: Device,
+    plugin: str,
+    context: RunContext,
+    user: Mapping[str, str],
+    config_env: Mapping[str, str],
+    config_args: tuple[str, ...],
+    config_name: str,
+) -> Plan:
     """Resolve every switch for ``device`` run by ``plugin``.
 
     ``user`` is the user's environment plus the engine arguments given on the command line
@@ -80,19 +97,23 @@ def build_plan(manager: PluginManager, device: Device, plugin: str, context: Run
 
     defaults: dict[str, Default] = {}
     log: list[str] = []
-    for name, answer in manager.call_each("strata_switch_defaults", expected=Defaults,
-                                          only=plugins, device=device, context=context):
+    for name, answer in manager.call_each(
+        "strata_switch_defaults", expected=Defaults, only=plugins, device=device, context=context
+    ):
         for default in answer.values:
             if default.name in switches:
                 defaults[default.name] = default
             else:
-                warnings.append(f"plugin {name} gives a default for {default.name}, "
-                                "which no plugin of this card declares; ignored")
+                warnings.append(
+                    f"plugin {name} gives a default for {default.name}, "
+                    "which no plugin of this card declares; ignored"
+                )
         log += answer.log
         warnings += answer.warnings
 
-    resolved, problems = resolve(switches, user_given, config, config_name, defaults, device,
-                                 context.os)
+    resolved, problems = resolve(
+        switches, user_given, config, config_name, defaults, device, context.os
+    )
     warnings += problems
     warnings += _undeclared(manager, user, config_env, switches, config_name, plugin)
     package = packages.package_for(device.gfx, context.os)
@@ -100,28 +121,43 @@ def build_plan(manager: PluginManager, device: Device, plugin: str, context: Run
         warnings.append(packages.refusal(device, context.os))
     warnings += support_notes(device)
     return Plan(
-        device=device, plugin=plugin, context=context, package=package,
+        device=device,
+        plugin=plugin,
+        context=context,
+        package=package,
         switches={n: r for n, r in resolved.items() if not switches[n].is_arg},
         args={n: r for n, r in resolved.items() if switches[n].is_arg},
-        log=tuple(log), warnings=tuple(warnings),
+        log=tuple(log),
+        warnings=tuple(warnings),
         extra_env={k: v for k, v in config_env.items() if k not in switches},
     )
 
 
-def _undeclared(manager: PluginManager, user: Mapping[str, str], config_env: Mapping[str, str],
-                switches: Mapping[str, Switch], config_name: str, plugin: str) -> list[str]:
+def _undeclared(
+    manager: PluginManager,
+    user: Mapping[str, str],
+    config_env: Mapping[str, str],
+    switches: Mapping[str, Switch],
+    config_name: str,
+    plugin: str,
+) -> list[str]:
     """Warnings for STRATA_* variables that no switch of this card's build has."""
-    owners = {s.name: p for p, declared in manager.call_each("strata_declare_switches",
-                                                             expected=tuple)
-              for s in declared if isinstance(s, Switch)}
+    owners = {
+        s.name: p
+        for p, declared in manager.call_each("strata_declare_switches", expected=tuple)
+        for s in declared
+        if isinstance(s, Switch)
+    }
     warnings = []
     for where, names in (("the environment", user), (config_name, config_env)):
         for name in sorted(names):
             if not name.startswith("STRATA_") or name in switches or name in CONTROL_VARIABLES:
                 continue
             if name in owners:
-                warnings.append(f"{name} (set in {where}) is read only by the {owners[name]} "
-                                f"build; {plugin} does not read it")
+                warnings.append(
+                    f"{name} (set in {where}) is read only by the {owners[name]} "
+                    f"build; {plugin} does not read it"
+                )
             else:
                 warnings.append(f"{name} (set in {where}) is no switch that strata knows")
     return warnings

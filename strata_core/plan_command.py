@@ -6,11 +6,11 @@ import argparse
 import json
 import os
 from collections.abc import Mapping
-from pathlib import Path
 
 import attrs
 
-from . import answer_cache, archdb, config as run_config
+from . import answer_cache, archdb
+from . import config as run_config
 from .claims import Assignment, assign
 from .cli import detect, device_choice, warn
 from .context import ram_bytes, this_os
@@ -25,18 +25,8 @@ from .selection import Selection
 GIB = 1 << 30
 
 
-def config_path(args: argparse.Namespace, env: Mapping[str, str]) -> Path | None:
-    if args.config is not None:
-        return args.config
-    if env.get("STRATA_CONFIG"):
-        return Path(env["STRATA_CONFIG"])
-    default = Path("strata.toml")
-    answer_cache.read(default.resolve())
-    return default if default.is_file() else None
-
-
 def run_plan(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    path = config_path(args, env)
+    path = run_config.find(args.config, env)
     config = run_config.load(path) if path is not None else run_config.RunConfig()
     chosen = env.get("STRATA_ARCH_PLUGIN") or config.arch_plugin
     if args.device:
@@ -48,31 +38,49 @@ def run_plan(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         others: tuple[Device, ...] = ()
     else:
         manager, _, assignments, selection, warnings = detect(
-            args, env, device_choice(args, config), chosen)
+            args, env, device_choice(args, config), chosen
+        )
         if not selection.indices:
-            raise StrataError(f"no AMD GPU to plan for ({selection.reason}); "
-                              "--device GFX plans for a card that is not in this PC")
-        others = tuple(a.device for a in assignments
-                       if a.device.visible and a.device.index != selection.indices[-1])
+            raise StrataError(
+                f"no AMD GPU to plan for ({selection.reason}); "
+                "--device GFX plans for a card that is not in this PC"
+            )
+        others = tuple(
+            a.device
+            for a in assignments
+            if a.device.visible and a.device.index != selection.indices[-1]
+        )
     main = next(a for a in assignments if a.device.index == selection.indices[-1])
     _check_runnable(main, chosen)
     context = RunContext(
         os=args.os or this_os(),
         kv=args.kv or parse_engine_args(config.args, {"--kv"}).get("--kv"),
         pack=args.pack,
-        kv_streaming=args.kv_streaming or "--kv-resident" in parse_engine_args(
-            config.args, {"--kv-resident"}),
+        kv_streaming=args.kv_streaming
+        or "--kv-resident" in parse_engine_args(config.args, {"--kv-resident"}),
         other_cards=others,
         ram_bytes=ram_bytes(),
         ple_table_bytes=_ple_table_bytes(args, config),
     )
-    plan = build_plan(manager, main.device, main.plugin, context, env, config.env, config.args,
-                      str(path) if path else "the run config")
+    plan = build_plan(
+        manager,
+        main.device,
+        main.plugin,
+        context,
+        env,
+        config.env,
+        config.args,
+        str(path) if path else "the run config",
+    )
     row = device_dict(main, selection)
     warnings += plan.warnings
     if args.json:
-        print(json.dumps(plan_dict(attrs.evolve(plan, warnings=tuple(warnings)), row,
-                                   selection.indices), indent=2))
+        print(
+            json.dumps(
+                plan_dict(attrs.evolve(plan, warnings=tuple(warnings)), row, selection.indices),
+                indent=2,
+            )
+        )
         return 0
     warn(warnings)
     if args.explain:
@@ -94,14 +102,20 @@ def run_plan(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 def named_device(gfx: str, integrated: bool) -> Device:
     arch = archdb.lookup(gfx)
     if arch is None:
-        raise StrataError(f"--device {gfx}: not a target strata knows "
-                          f"({', '.join(archdb.ARCHS)})")
+        raise StrataError(f"--device {gfx}: not a target strata knows ({', '.join(archdb.ARCHS)})")
     integrated = integrated or arch.integrated_only
     return Device(
-        index=0, name=" / ".join(arch.cards), gfx=arch.target, physical_gfx=arch.target,
-        family=arch.family, wave_size=arch.wave_size, vram_bytes=None, integrated=integrated,
+        index=0,
+        name=" / ".join(arch.cards),
+        gfx=arch.target,
+        physical_gfx=arch.target,
+        family=arch.family,
+        wave_size=arch.wave_size,
+        vram_bytes=None,
+        integrated=integrated,
         integrated_evidence="--integrated" if integrated else "planned as a discrete card",
-        seen_by=("--device",))
+        seen_by=("--device",),
+    )
 
 
 def _check_runnable(main: Assignment, chosen: str | None) -> None:
@@ -109,8 +123,9 @@ def _check_runnable(main: Assignment, chosen: str | None) -> None:
     if chosen and main.plugin != chosen:
         refusal = dict(main.claims).get(chosen)
         if refusal is not None:
-            raise StrataError(f"{device.name} ({device.gfx}): STRATA_ARCH_PLUGIN={chosen}, which "
-                              f"{refusal.reason}")
+            raise StrataError(
+                f"{device.name} ({device.gfx}): STRATA_ARCH_PLUGIN={chosen}, which {refusal.reason}"
+            )
     if main.plugin is None:
         notes = "".join(f"; {note}" for note in support_notes(device))
         raise StrataError(f"{device.name} ({device.gfx}, {device.family}): {main.reason}{notes}")
@@ -128,20 +143,28 @@ def _ple_table_bytes(args: argparse.Namespace, config: run_config.RunConfig) -> 
         return None
 
 
-def reproducing_config(plan: Plan, config: run_config.RunConfig, selection: Selection,
-                       detected: bool) -> run_config.RunConfig:
+def reproducing_config(
+    plan: Plan, config: run_config.RunConfig, selection: Selection, detected: bool
+) -> run_config.RunConfig:
     """A run config that gives the same values: every decided switch pinned in ``env``."""
-    env = dict(plan.extra_env) | {n: r.value for n, r in plan.switches.items()
-                                  if r.value is not None}
+    env = dict(plan.extra_env) | {
+        n: r.value for n, r in plan.switches.items() if r.value is not None
+    }
     decided = {flag for flag, r in plan.args.items() if r.value is not None}
     kept = _without_flags(config.args, decided)
-    args = kept + tuple(part for flag, r in plan.args.items() if r.value is not None
-                        for part in (flag, r.value))
+    args = kept + tuple(
+        part for flag, r in plan.args.items() if r.value is not None for part in (flag, r.value)
+    )
     gpu = config.gpu
     if detected:
         gpu = selection.indices[0] if len(selection.indices) == 1 else selection.indices
-    return attrs.evolve(config, gpu=gpu, env=env, args=args, gpu_roles={
-        str(k): v for k, v in selection.roles.items()} or config.gpu_roles)
+    return attrs.evolve(
+        config,
+        gpu=gpu,
+        env=env,
+        args=args,
+        gpu_roles={str(k): v for k, v in selection.roles.items()} or config.gpu_roles,
+    )
 
 
 def _without_flags(args: tuple[str, ...], flags: set[str]) -> tuple[str, ...]:

@@ -10,7 +10,7 @@ import attrs
 
 @attrs.frozen
 class DetectionContext:
-    """What a detector may look at: a sysfs root and an environment, never the real ones directly."""
+    """What a detector may look at: a sysfs root and an environment, never the real ones."""
 
     sysfs: Path = Path("/sys")
     env: Mapping[str, str] = attrs.field(factory=dict)

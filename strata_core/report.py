@@ -28,12 +28,21 @@ def plugin_dict(record: PluginRecord) -> dict:
 def plugins_text(records: Sequence[PluginRecord]) -> str:
     rows = [("name", "distribution", "version", "api", "archs", "status")]
     for r in records:
-        rows.append((r.name, r.distribution, r.version, str(r.api_version or "-"),
-                     ",".join(r.targets) or "-", r.status.value + (f": {r.why}" if r.why else "")))
+        rows.append(
+            (
+                r.name,
+                r.distribution,
+                r.version,
+                str(r.api_version or "-"),
+                ",".join(r.targets) or "-",
+                r.status.value + (f": {r.why}" if r.why else ""),
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     return "\n".join(
-        "  ".join(cell.ljust(w) for cell, w in zip(row[:5], widths)) + "  " + row[5]
-        for row in rows)
+        "  ".join(cell.ljust(w) for cell, w in zip(row[:5], widths, strict=True)) + "  " + row[5]
+        for row in rows
+    )
 
 
 def device_dict(assignment: Assignment, selection: Selection) -> dict:
@@ -68,12 +77,17 @@ def devices_text(rows: Sequence[dict], selection: Selection) -> str:
     for row in rows:
         mark = "*" if row["selected"] else " "
         index = "-" if row["index"] is None else str(row["index"])
-        gfx = row["gfx"] + ("" if row["gfx"] == row["physical_gfx"]
-                            else f" (physical {row['physical_gfx']}, {row['override']})")
+        gfx = row["gfx"] + (
+            ""
+            if row["gfx"] == row["physical_gfx"]
+            else f" (physical {row['physical_gfx']}, {row['override']})"
+        )
         vram = "?" if row["vram_bytes"] is None else f"{row['vram_bytes'] / GIB:.1f} GiB"
         kind = "integrated" if row["integrated"] else "discrete"
-        lines.append(f"{mark} {index:>2}  {row['name']}  {gfx}  {row['family']}  {kind}  "
-                     f"{vram}  {row['pci'] or 'no PCI address'}")
+        lines.append(
+            f"{mark} {index:>2}  {row['name']}  {gfx}  {row['family']}  {kind}  "
+            f"{vram}  {row['pci'] or 'no PCI address'}"
+        )
         role = f" [{row['role']}]" if row["role"] else ""
         lines.append(f"      {row['status']}; {row['reason']}{role}")
     chosen = ", ".join(str(i) for i in selection.indices) or "none"
@@ -115,11 +129,12 @@ def plan_text(plan, device_row: dict) -> str:
     d = plan.device
     kind = "integrated" if d.integrated else "discrete"
     where = "" if d.index is None else f"HIP {d.index}: "
-    lines = [f"plan for {where}{d.name} ({d.gfx}, {d.family}, {kind}) on "
-             f"{plan.context.os.capitalize()}",
-             f"plugin: {device_row['reason']}",
-             "package: " + (f"{plan.package.name} (ROCm {plan.package.rocm})" if plan.package
-                            else "none")]
+    lines = [
+        f"plan for {where}{d.name} ({d.gfx}, {d.family}, {kind}) on {plan.context.os.capitalize()}",
+        f"plugin: {device_row['reason']}",
+        "package: "
+        + (f"{plan.package.name} (ROCm {plan.package.rocm})" if plan.package else "none"),
+    ]
     everything = {**plan.switches, **plan.args}
     width = max(len(n) for n in everything) + 2
     for source, title in SOURCE_TITLES.items():
@@ -128,8 +143,11 @@ def plan_text(plan, device_row: dict) -> str:
             continue
         lines += ["", f"{title}:"]
         for name, r in rows:
-            shown = name if r.value is None else (
-                f"{name} {r.value}" if name.startswith("--") else f"{name}={r.value}")
+            shown = (
+                name
+                if r.value is None
+                else (f"{name} {r.value}" if name.startswith("--") else f"{name}={r.value}")
+            )
             lines.append(f"  {shown.ljust(width + 8)}{r.reason}")
     if plan.extra_env:
         lines += ["", "other variables from the run config:"]
@@ -142,11 +160,13 @@ def plan_text(plan, device_row: dict) -> str:
 def explain_text(plan, name: str, switch) -> str:
     resolved = plan.explain(name)
     value = "unset" if resolved.value is None else resolved.value
-    lines = [f"{name} = {value} ({resolved.source}): {resolved.reason}",
-             f"  meaning: {switch.meaning}",
-             f"  accepts: {', '.join(switch.values)}; applies to {switch.applies}; "
-             f"{'changes' if switch.changes_bits else 'keeps'} bits",
-             f"  unset, the engine does: {switch.builtin}"]
+    lines = [
+        f"{name} = {value} ({resolved.source}): {resolved.reason}",
+        f"  meaning: {switch.meaning}",
+        f"  accepts: {', '.join(switch.values)}; applies to {switch.applies}; "
+        f"{'changes' if switch.changes_bits else 'keeps'} bits",
+        f"  unset, the engine does: {switch.builtin}",
+    ]
     if switch.section:
         lines.append(f"  reference: AMD_HIP.md, {switch.section}")
     return "\n".join(lines)

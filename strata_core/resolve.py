@@ -23,17 +23,26 @@ class Resolved:
     reason: str
 
 
-def resolve(switches: Mapping[str, Switch], user: Mapping[str, str], config: Mapping[str, str],
-            config_name: str, defaults: Mapping[str, Default], device: Device,
-            os_name: str) -> tuple[dict[str, Resolved], list[str]]:
+def resolve(
+    switches: Mapping[str, Switch],
+    user: Mapping[str, str],
+    config: Mapping[str, str],
+    config_name: str,
+    defaults: Mapping[str, Default],
+    device: Device,
+    os_name: str,
+) -> tuple[dict[str, Resolved], list[str]]:
     resolved: dict[str, Resolved] = {}
     warnings: list[str] = []
     for name in sorted(switches):
         switch = switches[name]
         if name in user or name in config:
             source, value = ("user", user[name]) if name in user else ("config", config[name])
-            where = (("given on the engine command line" if switch.is_arg else "set in the environment")
-                     if source == "user" else f"set in {config_name}")
+            where = (
+                ("given on the engine command line" if switch.is_arg else "set in the environment")
+                if source == "user"
+                else f"set in {config_name}"
+            )
             resolved[name] = Resolved(value, source, where)
             warnings += _check(switch, value, where, device, os_name)
         elif name in defaults:
@@ -46,11 +55,15 @@ def resolve(switches: Mapping[str, Switch], user: Mapping[str, str], config: Map
 
 def _check(switch: Switch, value: str, where: str, device: Device, os_name: str) -> list[str]:
     if not switch.accepts(value):
-        return [f"{switch.name}={value} ({where}): expected one of {', '.join(switch.values)}; "
-                "kept as given"]
+        return [
+            f"{switch.name}={value} ({where}): expected one of {', '.join(switch.values)}; "
+            "kept as given"
+        ]
     if not switch.applies_to(device, os_name):
-        return [f"{switch.name}={value} ({where}) applies to {switch.applies}; "
-                f"{device.gfx} on {os_name} does not read it"]
+        return [
+            f"{switch.name}={value} ({where}) applies to {switch.applies}; "
+            f"{device.gfx} on {os_name} does not read it"
+        ]
     return []
 
 

@@ -64,15 +64,18 @@ def choose(assignments: Sequence[Assignment], choice: DeviceChoice) -> Selection
     if choice.roles:
         order = [i for i, r in choice.roles.items() if r == "helper"]
         order += [i for i, r in choice.roles.items() if r == "main"]
-        return _explicit(visible, tuple(order), dict(choice.roles),
-                         f"roles from {choice.source}")
+        return _explicit(visible, tuple(order), dict(choice.roles), f"roles from {choice.source}")
     if choice.gpu is not None:
         return _explicit(visible, (choice.gpu,), {}, f"--gpu from {choice.source}")
     if choice.gpus == "all":
         ranked = sorted(usable, key=lambda a: (-(a.device.vram_bytes or 0), a.device.index))
-        return _finish(tuple(a.device.index for a in ranked), {},
-                       f"every card a plugin runs, most VRAM first ({choice.source})",
-                       visible, ())
+        return _finish(
+            tuple(a.device.index for a in ranked),
+            {},
+            f"every card a plugin runs, most VRAM first ({choice.source})",
+            visible,
+            (),
+        )
     if choice.gpus:
         return _explicit(visible, tuple(choice.gpus), {}, f"--gpus from {choice.source}")
     return _automatic(usable, visible)
@@ -86,29 +89,42 @@ def _automatic(usable: list[Assignment], visible: Mapping[int, Assignment]) -> S
     best = max(pool, key=lambda a: (a.device.vram_bytes or 0, -a.device.index))
     notes = tuple(
         f"integrated {a.device.name} (HIP {a.device.index}, {a.device.gfx}) skipped: "
-        "a discrete card can run" for a in usable if discrete and a.device.integrated)
+        "a discrete card can run"
+        for a in usable
+        if discrete and a.device.integrated
+    )
     kind = "discrete card" if discrete else "integrated GPU (no discrete card can run)"
     return _finish((best.device.index,), {}, f"the {kind} with the most VRAM", visible, notes)
 
 
-def _explicit(visible: Mapping[int, Assignment], order: tuple[int, ...],
-              roles: dict[int, str], reason: str) -> Selection:
+def _explicit(
+    visible: Mapping[int, Assignment], order: tuple[int, ...], roles: dict[int, str], reason: str
+) -> Selection:
     missing = [i for i in order if i not in visible]
     if missing:
         known = ", ".join(str(i) for i in sorted(visible)) or "none"
         raise StrataError(f"{reason}: no HIP device {missing[0]} (visible HIP devices: {known})")
     notes = tuple(
         f"HIP {i} ({visible[i].device.gfx}) was chosen but {visible[i].reason}"
-        for i in order if not visible[i].usable)
+        for i in order
+        if not visible[i].usable
+    )
     return _finish(order, roles, reason, visible, notes)
 
 
-def _finish(order: tuple[int, ...], roles: dict[int, str], reason: str,
-            visible: Mapping[int, Assignment], notes: tuple[str, ...]) -> Selection:
+def _finish(
+    order: tuple[int, ...],
+    roles: dict[int, str],
+    reason: str,
+    visible: Mapping[int, Assignment],
+    notes: tuple[str, ...],
+) -> Selection:
     families = sorted({visible[i].device.family for i in order})
     if len(families) > 1:
-        notes += (f"cards of two families ({', '.join(families)}) need a system ROCm 7: "
-                  "AMD's wheels hold one family",)
+        notes += (
+            f"cards of two families ({', '.join(families)}) need a system ROCm 7: "
+            "AMD's wheels hold one family",
+        )
     if len(order) > 1 and not roles:
         roles = {i: "helper" for i in order[:-1]} | {order[-1]: "main"}
     return Selection(order, roles, reason, notes)

@@ -52,11 +52,13 @@ class Switch:
             or (allowed == INTEGER and value.isdigit())
             or (allowed == NUMBER and _NUMBER.match(value) is not None)
             or (allowed == PATH and value != "")
-            for allowed in self.values)
+            for allowed in self.values
+        )
 
     def applies_to(self, device: Device, os_name: str) -> bool:
-        return ((not self.targets or matches(device.gfx, self.targets))
-                and (not self.os or os_name in self.os))
+        return (not self.targets or matches(device.gfx, self.targets)) and (
+            not self.os or os_name in self.os
+        )
 
 
 def matches(gfx: str, patterns: Iterable[str]) -> bool:
@@ -102,12 +104,14 @@ class Rule:
     given: Mapping[str, str] = attrs.field(factory=dict)
 
     def holds(self, device: Device, context: RunContext) -> bool:
-        return ((not self.targets or matches(device.gfx, self.targets))
-                and (not self.os or context.os in self.os)
-                and (not self.kv or context.kv in self.kv)
-                and (not self.packs or context.pack in self.packs)
-                and (self.kv_streaming is None or context.kv_streaming == self.kv_streaming)
-                and all(context.given.get(k) == v for k, v in self.given.items()))
+        return (
+            (not self.targets or matches(device.gfx, self.targets))
+            and (not self.os or context.os in self.os)
+            and (not self.kv or context.kv in self.kv)
+            and (not self.packs or context.pack in self.packs)
+            and (self.kv_streaming is None or context.kv_streaming == self.kv_streaming)
+            and all(context.given.get(k) == v for k, v in self.given.items())
+        )
 
 
 def apply_rules(rules: Iterable[Rule], device: Device, context: RunContext) -> tuple[Default, ...]:

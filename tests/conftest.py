@@ -16,8 +16,11 @@ from strata_core.testing.sysfs import write_sysfs
 def env(tmp_path) -> dict[str, str]:
     """The process environment without any GPU runtime or strata variable, with the answer
     cache in this test's own folder."""
-    clean = {k: v for k, v in os.environ.items()
-             if not is_runtime_variable(k) and not k.startswith("STRATA_")}
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not is_runtime_variable(k) and not k.startswith("STRATA_")
+    }
     return clean | {"STRATA_CACHE_DIR": str(tmp_path / "answer-cache")}
 
 

@@ -14,8 +14,13 @@ SENTINEL = "answered from the cache\n"
 
 
 def run(*args, env):
-    result = subprocess.run([sys.executable, "-m", "strata_core", *args], env=env,
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "strata_core", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return result
 
 
@@ -56,7 +61,8 @@ def test_a_new_kfd_node_is_seen(cached, tmp_path):
     nodes = root / "class/kfd/kfd/topology/nodes"
     (nodes / "2").mkdir()
     (nodes / "2/properties").write_text(
-        (tmp_path / "other/class/kfd/kfd/topology/nodes/2/properties").read_text())
+        (tmp_path / "other/class/kfd/kfd/topology/nodes/2/properties").read_text()
+    )
     assert run(*args, env=env).stdout != SENTINEL
 
 

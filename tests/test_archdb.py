@@ -2,8 +2,20 @@ from strata_core import archdb
 from strata_core.archdb import SupportStatus as S
 
 REFERENCE_TARGETS = {
-    "gfx906", "gfx1012", "gfx1030", "gfx1031", "gfx1032", "gfx1100", "gfx1101", "gfx1102",
-    "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1200", "gfx1201",
+    "gfx906",
+    "gfx1012",
+    "gfx1030",
+    "gfx1031",
+    "gfx1032",
+    "gfx1100",
+    "gfx1101",
+    "gfx1102",
+    "gfx1103",
+    "gfx1150",
+    "gfx1151",
+    "gfx1152",
+    "gfx1200",
+    "gfx1201",
 }
 
 
@@ -31,7 +43,11 @@ def test_instruction_facts():
         assert arch.wave_size == (64 if target == "gfx906" else 32), target
         assert arch.lds_kib == 64
     assert {t for t, a in archdb.ARCHS.items() if a.integrated_only} == {
-        "gfx1103", "gfx1150", "gfx1151", "gfx1152"}
+        "gfx1103",
+        "gfx1150",
+        "gfx1151",
+        "gfx1152",
+    }
 
 
 def test_lookup_ignores_target_id_features_and_names_unknown_families():

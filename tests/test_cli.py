@@ -10,8 +10,13 @@ from strata_core.testing.sysfs import MI50, R9700, RADEON_780M, RX_7900_XTX, wri
 
 
 def run(*args, env, check=True):
-    result = subprocess.run([sys.executable, "-m", "strata_core", *args], env=env,
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "strata_core", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert "Traceback" not in result.stderr
     if check:
         assert result.returncode == 0, result.stderr
@@ -23,11 +28,19 @@ def test_version(env):
 
 
 def test_plugins_json_lists_every_in_tree_plugin(env):
-    plugins = {p["name"]: p for p in json.loads(run("plugins", "--json", env=env).stdout)["plugins"]}
+    plugins = {
+        p["name"]: p for p in json.loads(run("plugins", "--json", env=env).stdout)["plugins"]
+    }
     assert plugins["hip_rdna4"] == {
-        "name": "hip_rdna4", "distribution": "strata-hip-rdna4", "version": "0.1.0",
-        "api_version": 1, "archs": ["gfx1200", "gfx1201"], "status": "active", "why": "",
-        "builtin": False}
+        "name": "hip_rdna4",
+        "distribution": "strata-hip-rdna4",
+        "version": "0.1.0",
+        "api_version": 1,
+        "archs": ["gfx1200", "gfx1201"],
+        "status": "active",
+        "why": "",
+        "builtin": False,
+    }
     assert plugins["igpu"]["archs"] == ["gfx1103", "gfx1150", "gfx1151", "gfx1152"]
     assert plugins["kfd"]["builtin"] and plugins["hip"]["builtin"]
 
@@ -37,8 +50,16 @@ def test_plugins_text_shows_status_and_why(env):
     rows = {line.split()[0]: line.split() for line in out}
     assert rows["hip_rdna2"][1:] == ["strata-hip-rdna2", "0.1.0", "1", "gfx1030,gfx1031", "active"]
     # A disabled plugin is not even imported: its API version and targets are unknown.
-    assert rows["gfx906"][1:] == ["strata-gfx906", "0.1.0", "-", "-", "disabled:", "named",
-                                  "in", "STRATA_DISABLE_PLUGINS"]
+    assert rows["gfx906"][1:] == [
+        "strata-gfx906",
+        "0.1.0",
+        "-",
+        "-",
+        "disabled:",
+        "named",
+        "in",
+        "STRATA_DISABLE_PLUGINS",
+    ]
 
 
 def test_devices_json(tmp_path, env):
@@ -47,13 +68,25 @@ def test_devices_json(tmp_path, env):
     assert answer["selected"] == [1]
     igpu, card = answer["devices"]
     assert card == {
-        "index": 1, "name": "RX 7900 XT / RX 7900 XTX", "gfx": "gfx1100",
-        "physical_gfx": "gfx1100", "family": "RDNA3", "integrated": False,
+        "index": 1,
+        "name": "RX 7900 XT / RX 7900 XTX",
+        "gfx": "gfx1100",
+        "physical_gfx": "gfx1100",
+        "family": "RDNA3",
+        "integrated": False,
         "integrated_evidence": "DRM board_info present (amdgpu hides it on APUs)",
-        "vram_bytes": 24 << 30, "wave_size": 32, "pci": "0000:86:00.0",
-        "plugin": "hip_rdna3", "status": "maintainer-tested", "usable": True,
-        "reason": "hip_rdna3 carries code for gfx1100", "selected": True, "role": None,
-        "override": None, "seen_by": ["kfd"]}
+        "vram_bytes": 24 << 30,
+        "wave_size": 32,
+        "pci": "0000:86:00.0",
+        "plugin": "hip_rdna3",
+        "status": "maintainer-tested",
+        "usable": True,
+        "reason": "hip_rdna3 carries code for gfx1100",
+        "selected": True,
+        "role": None,
+        "override": None,
+        "seen_by": ["kfd"],
+    }
     assert igpu["plugin"] == "igpu" and igpu["status"] == "opt-in build"
     assert not igpu["selected"]
 
@@ -80,15 +113,25 @@ def test_malformed_tree_warns_in_one_line_each_and_goes_on(tmp_path, env):
     assert result.stderr.splitlines() == [
         f"strata-core: {root}/class/kfd/kfd/topology/nodes/1/properties:1: "
         "expected 'name value', got 'gfx_target_version x'",
-        f"strata-core: {root}/class/kfd/kfd/topology/nodes/1/properties: empty; node skipped"]
+        f"strata-core: {root}/class/kfd/kfd/topology/nodes/1/properties: empty; node skipped",
+    ]
     assert "gfx1201" in result.stdout
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (("devices", "--gpu", "4"), "--gpu from command line: no HIP device 4 (visible HIP devices: 0)"),
-    (("devices", "--gpu-roles", "0=boss"), "--gpu-roles 0=boss: expected N=main or N=helper, got '0=boss'"),
-    (("devices", "--sysfs", "/no/such/dir"), "--sysfs /no/such/dir: no such directory"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("devices", "--gpu", "4"),
+            "--gpu from command line: no HIP device 4 (visible HIP devices: 0)",
+        ),
+        (
+            ("devices", "--gpu-roles", "0=boss"),
+            "--gpu-roles 0=boss: expected N=main or N=helper, got '0=boss'",
+        ),
+        (("devices", "--sysfs", "/no/such/dir"), "--sysfs /no/such/dir: no such directory"),
+    ],
+)
 def test_user_errors_exit_2_with_one_line(tmp_path, env, args, message):
     root = write_sysfs(tmp_path, [RX_7900_XTX])
     result = run(*args, env=env | {"STRATA_SYSFS": str(root)}, check=False)
@@ -99,15 +142,31 @@ def test_user_errors_exit_2_with_one_line(tmp_path, env, args, message):
 def test_bad_probe_timeout_is_a_user_error(env):
     result = run("devices", env=env | {"STRATA_HIP_PROBE_TIMEOUT": "soon"}, check=False)
     assert (result.returncode, result.stderr) == (
-        2, "strata-core: STRATA_HIP_PROBE_TIMEOUT=soon: expected seconds\n")
+        2,
+        "strata-core: STRATA_HIP_PROBE_TIMEOUT=soon: expected seconds\n",
+    )
 
 
 @pytest.mark.parametrize("args", [("--help",), ("plugins",), ("plugins", "--json")])
 def test_help_and_plugins_import_neither_numpy_nor_cffi(env, args):
-    code = ("import sys; from strata_core.cli import main\n"
-            "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-            "heavy = sorted(m for m in ('numpy', 'cffi') if m in sys.modules)\n"
-            "print('HEAVY', heavy, file=sys.stderr)")
-    result = subprocess.run([sys.executable, "-c", code, *args], env=env,
-                            capture_output=True, text=True, timeout=60)
+    code = (
+        "import sys; from strata_core.cli import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "heavy = sorted(m for m in ('numpy', 'cffi') if m in sys.modules)\n"
+        "print('HEAVY', heavy, file=sys.stderr)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=60
+    )
     assert result.stderr.strip().splitlines()[-1] == "HEAVY []"
+
+
+def test_devices_keeps_the_run_configs_choice(tmp_path, env):
+    root = write_sysfs(tmp_path / "sys", [RADEON_780M, RX_7900_XTX])
+    config = tmp_path / "strata.toml"
+    config.write_text("gpu = 0\n")
+    answer = json.loads(
+        run("devices", "--json", "--sysfs", str(root), "--config", str(config), env=env).stdout
+    )
+    assert answer["selected"] == [0]
+    assert answer["selection_reason"] == "--gpu from the run config"

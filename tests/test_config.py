@@ -35,10 +35,14 @@ def write(tmp_path, name, text):
 def test_strata_toml(tmp_path):
     loaded = config.load(write(tmp_path, "strata.toml", GOOD))
     assert loaded == RunConfig(
-        gpu=(1, 0), gpu_roles={"1": "helper", "0": "main"},
-        env={"STRATA_HIP_WMMA": "auto", "STRATA_SCORES_THREAD": "0"}, exe="build-hip/strata",
-        args=("--kv", "int8", "--kv-resident", "32768"), arch_plugin="hip_rdna4",
-        tuning=TuningSettings(hipblaslt_table=True, dirs=("/opt/tuning",)))
+        gpu=(1, 0),
+        gpu_roles={"1": "helper", "0": "main"},
+        env={"STRATA_HIP_WMMA": "auto", "STRATA_SCORES_THREAD": "0"},
+        exe="build-hip/strata",
+        args=("--kv", "int8", "--kv-resident", "32768"),
+        arch_plugin="hip_rdna4",
+        tuning=TuningSettings(hipblaslt_table=True, dirs=("/opt/tuning",)),
+    )
 
 
 def test_round_trip_through_tomli_w(tmp_path):
@@ -47,7 +51,10 @@ def test_round_trip_through_tomli_w(tmp_path):
 
 
 def test_server_json_reads_its_keys_and_leaves_the_engines_alone(tmp_path):
-    path = write(tmp_path, "strata-hip.json", """{
+    path = write(
+        tmp_path,
+        "strata-hip.json",
+        """{
   "exe": "build-hip/strata",
   "args": ["--serve", "--kv", "int8"],
   "env": {"HSA_USERPTR_FOR_PAGED_MEM": "0"},
@@ -56,35 +63,64 @@ def test_server_json_reads_its_keys_and_leaves_the_engines_alone(tmp_path):
   "hipblaslt_table": true,
   "port": 8080,
   "split_skip_if_fits": true
-}""")
+}""",
+    )
     assert config.load(path) == RunConfig(
-        gpu=1, env={"HSA_USERPTR_FOR_PAGED_MEM": "0"}, exe="build-hip/strata",
-        args=("--serve", "--kv", "int8"), backend="hip",
-        tuning=TuningSettings(hipblaslt_table=True))
+        gpu=1,
+        env={"HSA_USERPTR_FOR_PAGED_MEM": "0"},
+        exe="build-hip/strata",
+        args=("--serve", "--kv", "int8"),
+        backend="hip",
+        tuning=TuningSettings(hipblaslt_table=True),
+    )
 
 
-@pytest.mark.parametrize(("name", "text", "message"), [
-    ("bad.toml", 'gpu = [1,\n', "bad.toml: not valid TOML: "),
-    ("bad.toml", 'exe = "x"\ngpu = 1\ngpu = 2\n', "bad.toml:3: not valid TOML: "),
-    ("bad.toml", 'exe = "x"\ngpux = 1\n',
-     "bad.toml:2: gpux: unknown key gpux (known: gpu, gpu_roles, env, exe, args, backend, "
-     "arch_plugin, tuning)"),
-    ("bad.toml", 'gpu = "first"\n',
-     "bad.toml:1: gpu: expected a HIP number, a list of them or \"all\", got 'first'"),
-    ("bad.toml", 'gpu = [0, 0]\n', "bad.toml:1: gpu: each HIP number once"),
-    ("bad.toml", '[env]\nSTRATA_HIP_WMMA = "1"\nSTRATA_SH_STREAM = true\n',
-     "bad.toml:3: env.STRATA_SH_STREAM: expected a string, got True"),
-    ("bad.toml", 'exe = "x"\n\n[tuning]\nhipblaslt_table = "yes"\n',
-     "bad.toml:4: tuning.hipblaslt_table: expected true or false, got 'yes'"),
-    ("bad.toml", 'args = "--kv int8"\n',
-     "bad.toml:1: args: expected a list of strings, got '--kv int8'"),
-    ("bad.json", '{\n  "exe": "x",\n  "gpu": 1,,\n}\n', "bad.json:3: not valid JSON: "),
-    ("bad.json", '[1, 2]\n', "bad.json:1: expected a JSON object"),
-    ("bad.json", '{\n  "exe": "x",\n  "hipblaslt_table": "yes"\n}\n',
-     "bad.json:3: hipblaslt_table: expected true or false, got 'yes'"),
-    ("bad.json", '{\n  "env": {\n    "STRATA_X": [1]\n  }\n}\n',
-     "bad.json:3: env.STRATA_X: expected a string, got [1]"),
-])
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("bad.toml", "gpu = [1,\n", "bad.toml: not valid TOML: "),
+        ("bad.toml", 'exe = "x"\ngpu = 1\ngpu = 2\n', "bad.toml:3: not valid TOML: "),
+        (
+            "bad.toml",
+            'exe = "x"\ngpux = 1\n',
+            "bad.toml:2: gpux: unknown key gpux (known: gpu, gpu_roles, env, exe, args, backend, "
+            "arch_plugin, tuning)",
+        ),
+        (
+            "bad.toml",
+            'gpu = "first"\n',
+            "bad.toml:1: gpu: expected a HIP number, a list of them or \"all\", got 'first'",
+        ),
+        ("bad.toml", "gpu = [0, 0]\n", "bad.toml:1: gpu: each HIP number once"),
+        (
+            "bad.toml",
+            '[env]\nSTRATA_HIP_WMMA = "1"\nSTRATA_SH_STREAM = true\n',
+            "bad.toml:3: env.STRATA_SH_STREAM: expected a string, got True",
+        ),
+        (
+            "bad.toml",
+            'exe = "x"\n\n[tuning]\nhipblaslt_table = "yes"\n',
+            "bad.toml:4: tuning.hipblaslt_table: expected true or false, got 'yes'",
+        ),
+        (
+            "bad.toml",
+            'args = "--kv int8"\n',
+            "bad.toml:1: args: expected a list of strings, got '--kv int8'",
+        ),
+        ("bad.json", '{\n  "exe": "x",\n  "gpu": 1,,\n}\n', "bad.json:3: not valid JSON: "),
+        ("bad.json", "[1, 2]\n", "bad.json:1: expected a JSON object"),
+        (
+            "bad.json",
+            '{\n  "exe": "x",\n  "hipblaslt_table": "yes"\n}\n',
+            "bad.json:3: hipblaslt_table: expected true or false, got 'yes'",
+        ),
+        (
+            "bad.json",
+            '{\n  "env": {\n    "STRATA_X": [1]\n  }\n}\n',
+            "bad.json:3: env.STRATA_X: expected a string, got [1]",
+        ),
+    ],
+)
 def test_malformed_configs_name_the_file_the_line_and_the_key(tmp_path, name, text, message):
     path = write(tmp_path, name, text)
     with pytest.raises(StrataError) as error:

@@ -9,14 +9,20 @@ from strata_core.errors import StrataError
 from strata_core.records import DeviceReport
 from strata_core.selection import DeviceChoice, choose, parse_gpus, parse_roles
 from strata_core.testing.sysfs import (
-    GIB, MI50, R9700, RADEON_780M, RX_7900_XTX, RX_9070_XT, STRIX_HALO,
+    GIB,
+    MI50,
+    R9700,
+    RADEON_780M,
+    RX_7900_XTX,
+    RX_9070_XT,
+    STRIX_HALO,
 )
 
 
-def plan(machine, gpus, choice=DeviceChoice(), **env):
+def plan(machine, gpus, choice=None, **env):
     found, manager = machine(gpus, **env)
     assignments, problems = assign(manager, found.devices, env.get("STRATA_ARCH_PLUGIN"))
-    return found, assignments, choose(assignments, choice), problems
+    return found, assignments, choose(assignments, choice or DeviceChoice()), problems
 
 
 def test_rx_7900_xtx(machine):
@@ -47,7 +53,8 @@ def test_780m_beside_rx_7900_xtx_is_skipped(machine):
     assert [a.plugin for a in assignments] == ["igpu", "hip_rdna3"]
     assert selection.indices == (1,)
     assert selection.notes == (
-        "integrated Radeon 780M / Radeon 760M (HIP 0, gfx1103) skipped: a discrete card can run",)
+        "integrated Radeon 780M / Radeon 760M (HIP 0, gfx1103) skipped: a discrete card can run",
+    )
 
 
 def test_strix_halo(machine):
@@ -62,7 +69,10 @@ def test_two_mi50_run_on_the_gfx906_plugin_and_wave32_plugins_refuse_them(machin
     assert [a.plugin for a in assignments] == ["gfx906", "gfx906"]
     refusals = dict(assignments[0].claims)
     assert refusals["hip_rdna3"].score == 0
-    assert refusals["hip_rdna3"].reason == "is a wave32 build for gfx1100, gfx1101, gfx1102; gfx906 is wave64"
+    assert (
+        refusals["hip_rdna3"].reason
+        == "is a wave32 build for gfx1100, gfx1101, gfx1102; gfx906 is wave64"
+    )
     assert selection.indices == (0,)
 
 
@@ -74,6 +84,7 @@ def test_cpu_only_machine(machine):
 
 def test_a_card_no_plugin_covers_names_its_family(machine):
     from strata_core.testing.sysfs import FakeGPU
+
     rx6600 = FakeGPU(100302, 0x73FF, (0x0A, 0, 0), 8 * GIB, 16 * GIB)
     _, (a,), selection, _ = plan(machine, [rx6600])
     assert a.plugin is None and not a.usable
@@ -104,7 +115,8 @@ def test_per_node_override_counts_the_cpu_node(machine):
 def test_cross_family_override_is_warned_about_and_a_bad_one_ignored(machine):
     found, _ = machine([MI50], HSA_OVERRIDE_GFX_VERSION="10.3.0")
     assert found.problems == (
-        "HSA_OVERRIDE_GFX_VERSION=10.3.0 makes a gfx906 (GCN5 (Vega20)) load gfx1030 (RDNA2) code",)
+        "HSA_OVERRIDE_GFX_VERSION=10.3.0 makes a gfx906 (GCN5 (Vega20)) load gfx1030 (RDNA2) code",
+    )
     found, _ = machine([MI50], HSA_OVERRIDE_GFX_VERSION="ten")
     assert found.devices[0].gfx == "gfx906"
     assert found.problems[0].startswith("HSA_OVERRIDE_GFX_VERSION: expected MAJOR.MINOR.STEPPING")
@@ -112,11 +124,12 @@ def test_cross_family_override_is_warned_about_and_a_bad_one_ignored(machine):
 
 def test_visibility_renumbers_and_hides(machine):
     _, assignments, selection, _ = plan(
-        machine, [RX_9070_XT, R9700, RX_7900_XTX], ROCR_VISIBLE_DEVICES="2,0")
+        machine, [RX_9070_XT, R9700, RX_7900_XTX], ROCR_VISIBLE_DEVICES="2,0"
+    )
     assert [a.device.index for a in assignments] == [1, None, 0]
     assert assignments[1].device.hidden_by == "ROCR_VISIBLE_DEVICES=2,0"
     assert not assignments[1].usable
-    assert selection.indices == (0,)     # the 7900 XTX: 24 GiB against 16
+    assert selection.indices == (0,)  # the 7900 XTX: 24 GiB against 16
 
 
 def test_gpu_choices_are_never_overridden(machine):
@@ -124,8 +137,9 @@ def test_gpu_choices_are_never_overridden(machine):
     assert plan(machine, gpus, DeviceChoice(gpu=0))[2].indices == (0,)
     two = plan(machine, gpus, DeviceChoice(gpus=(2, 1)))[2]
     assert two.indices == (2, 1) and two.roles == {2: "helper", 1: "main"}
-    assert two.notes == ("cards of two families (RDNA3, RDNA4) need a system ROCm 7: "
-                         "AMD's wheels hold one family",)
+    assert two.notes == (
+        "cards of two families (RDNA3, RDNA4) need a system ROCm 7: AMD's wheels hold one family",
+    )
     every = plan(machine, gpus, DeviceChoice(gpus="all"))[2]
     assert every.indices == (2, 1, 0)
     roles = plan(machine, gpus, DeviceChoice(roles={1: "main", 2: "helper"}))[2]
@@ -138,55 +152,82 @@ def test_choosing_a_device_that_does_not_exist_is_a_user_error(machine):
 
 
 def test_choosing_a_card_no_plugin_runs_keeps_the_choice_with_a_note(machine):
-    _, _, selection, _ = plan(machine, [RX_7900_XTX, MI50], DeviceChoice(gpu=1),
-                              STRATA_DISABLE_PLUGINS="gfx906")
+    _, _, selection, _ = plan(
+        machine, [RX_7900_XTX, MI50], DeviceChoice(gpu=1), STRATA_DISABLE_PLUGINS="gfx906"
+    )
     assert selection.indices == (1,)
     assert selection.notes[0].startswith("HIP 1 (gfx906) was chosen but no installed plugin")
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("1,x", "expected HIP numbers"), ("1,1", "each HIP number once"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("1,x", "expected HIP numbers"),
+        ("1,1", "each HIP number once"),
+    ],
+)
 def test_parse_gpus_errors(text, message):
     with pytest.raises(StrataError, match=message):
         parse_gpus(text)
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("1=boss", "expected N=main or N=helper"), ("1=main,0=main", "exactly one main"),
-    ("0=helper", "exactly one main"), ("0=main,0=helper", "named twice"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("1=boss", "expected N=main or N=helper"),
+        ("1=main,0=main", "exactly one main"),
+        ("0=helper", "exactly one main"),
+        ("0=main,0=helper", "named twice"),
+    ],
+)
 def test_parse_roles_errors(text, message):
     with pytest.raises(StrataError, match=message):
         parse_roles(text)
 
 
 def test_hip_facts_merge_with_kfd_by_pci_address():
-    kfd = DeviceReport("kfd", pci="0000:c6:00.0", node_id=1, gfx="gfx1103", wave_size=32,
-                       vram_bytes=512 << 20, gtt_bytes=16 * GIB, integrated=True,
-                       integrated_evidence="gfx1103 exists only as an integrated GPU")
-    hip = DeviceReport("hip", pci="0000:c6:00.0", hip_index=0, name="AMD Radeon 780M",
-                       gfx="gfx1100", vram_bytes=16 * GIB, integrated=True,
-                       integrated_evidence="HIP Integrated attribute")
+    kfd = DeviceReport(
+        "kfd",
+        pci="0000:c6:00.0",
+        node_id=1,
+        gfx="gfx1103",
+        wave_size=32,
+        vram_bytes=512 << 20,
+        gtt_bytes=16 * GIB,
+        integrated=True,
+        integrated_evidence="gfx1103 exists only as an integrated GPU",
+    )
+    hip = DeviceReport(
+        "hip",
+        pci="0000:c6:00.0",
+        hip_index=0,
+        name="AMD Radeon 780M",
+        gfx="gfx1100",
+        vram_bytes=16 * GIB,
+        integrated=True,
+        integrated_evidence="HIP Integrated attribute",
+    )
     (facts,) = merge_reports([hip, kfd])
     assert facts["seen_by"] == ("kfd", "hip")
     assert facts["name"] == "AMD Radeon 780M"
-    assert facts["gfx"] == "gfx1103"             # HIP reports the overridden target
-    assert facts["vram_bytes"] == 512 << 20      # DRM's counter, not HIP's total
+    assert facts["gfx"] == "gfx1103"  # HIP reports the overridden target
+    assert facts["vram_bytes"] == 512 << 20  # DRM's counter, not HIP's total
     assert facts["integrated_evidence"] == "HIP Integrated attribute"
 
 
 def test_hip_numbers_are_authoritative_when_the_runtime_answered():
-    kfd = [DeviceReport("kfd", pci=f"0000:0{i}:00.0", node_id=i + 1, gfx="gfx1201")
-           for i in range(2)]
+    kfd = [
+        DeviceReport("kfd", pci=f"0000:0{i}:00.0", node_id=i + 1, gfx="gfx1201") for i in range(2)
+    ]
     hip = [DeviceReport("hip", pci="0000:01:00.0", hip_index=0)]
     devices = build_devices(kfd + hip, {}, [])
     assert [(d.index, d.hidden_by) for d in devices] == [
-        (None, "not listed by the HIP runtime"), (0, None)]
+        (None, "not listed by the HIP runtime"),
+        (0, None),
+    ]
 
 
 def test_the_wave64_plugin_refuses_wave32_cards(machine):
     _, (a,), _, _ = plan(machine, [RX_7900_XTX])
     assert dict(a.claims)["gfx906"].reason == "is a wave64 build for gfx906; gfx1100 is wave32"
-    assert dict(a.claims)["hip_rdna4"].reason == (
-        "carries code for gfx1200, gfx1201, not gfx1100")
+    assert dict(a.claims)["hip_rdna4"].reason == ("carries code for gfx1200, gfx1201, not gfx1100")

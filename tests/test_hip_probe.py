@@ -14,22 +14,29 @@ from strata_core.records import DetectionContext, DeviceReport
 
 needs_debian_hip = pytest.mark.skipif(
     ctypes.util.find_library("amdhip64") is None and not os.environ.get("CI"),
-    reason="Debian's libamdhip64-5 is not installed (apt-get install libamdhip64-5)")
+    reason="Debian's libamdhip64-5 is not installed (apt-get install libamdhip64-5)",
+)
 
 
 @pytest.fixture
 def stand_in(tmp_path):
     """Compile a library that exports hipGetDeviceCount with the given body."""
+
     def build(body: str):
         source = tmp_path / "fakehip.c"
-        source.write_text("#include <stdlib.h>\n"
-                          "int hipRuntimeGetVersion(int *v) { *v = 70000000; return 0; }\n"
-                          "const char *hipGetErrorString(int e) { return \"fake\"; }\n"
-                          f"int hipGetDeviceCount(int *c) {{ {body} }}\n")
+        source.write_text(
+            "#include <stdlib.h>\n"
+            "int hipRuntimeGetVersion(int *v) { *v = 70000000; return 0; }\n"
+            'const char *hipGetErrorString(int e) { return "fake"; }\n'
+            f"int hipGetDeviceCount(int *c) {{ {body} }}\n"
+        )
         library = tmp_path / "libfakehip.so"
-        subprocess.run([shutil.which("cc") or "gcc", "-shared", "-fPIC", "-o", str(library),
-                        str(source)], check=True)
+        subprocess.run(
+            [shutil.which("cc") or "gcc", "-shared", "-fPIC", "-o", str(library), str(source)],
+            check=True,
+        )
         return str(library)
+
     return build
 
 
@@ -44,8 +51,11 @@ def test_debian_runtime_loads_and_reports_no_device():
 
 
 def test_no_runtime_found(tmp_path):
-    found = hip.run_probe(DetectionContext(
-        env={"STRATA_HIP_LIBRARY": str(tmp_path / "libamdhip64.so.7")}, hip_timeout_s=60))
+    found = hip.run_probe(
+        DetectionContext(
+            env={"STRATA_HIP_LIBRARY": str(tmp_path / "libamdhip64.so.7")}, hip_timeout_s=60
+        )
+    )
     assert found.notes == ("no HIP runtime found (tried libamdhip64.so.7, .so.6, .so.5)",)
 
 
@@ -62,35 +72,65 @@ def test_a_runtime_that_hangs_is_abandoned_after_the_timeout(stand_in):
     found = hip.run_probe(DetectionContext(env={"STRATA_HIP_LIBRARY": library}, hip_timeout_s=3))
     assert found.problems == (
         "HIP runtime probe gave no answer within 3 s; using KFD facts only "
-        "(STRATA_HIP_PROBE_TIMEOUT sets the limit)",)
+        "(STRATA_HIP_PROBE_TIMEOUT sets the limit)",
+    )
 
 
 def test_a_runtime_error_is_reported_with_its_text(stand_in):
     library = stand_in("return 3;")
     found = hip.run_probe(DetectionContext(env={"STRATA_HIP_LIBRARY": library}, hip_timeout_s=60))
-    assert found.problems == (f"HIP runtime {library} (version 7.0.0): hipGetDeviceCount: fake (3)",)
+    assert found.problems == (
+        f"HIP runtime {library} (version 7.0.0): hipGetDeviceCount: fake (3)",
+    )
 
 
 def test_candidate_paths_try_each_soname_and_rocm_path():
     paths = candidate_paths({"ROCM_PATH": "/opt/rocm-7.1"})
-    assert paths[:3] == ["libamdhip64.so.7", "/opt/rocm-7.1/lib/libamdhip64.so.7",
-                         "/opt/rocm/lib/libamdhip64.so.7"]
+    assert paths[:3] == [
+        "libamdhip64.so.7",
+        "/opt/rocm-7.1/lib/libamdhip64.so.7",
+        "/opt/rocm/lib/libamdhip64.so.7",
+    ]
     assert paths[-3] == "libamdhip64.so.5"
 
 
 def test_interpret_devices():
-    found = hip.interpret({"library": "libamdhip64.so.7", "runtime_version": 70151234, "devices": [
-        {"index": 0, "name": "AMD Radeon RX 7900 XTX", "pci": "0000:86:00.0",
-         "total_mem": 25753026560, "integrated": False, "warp_size": 32,
-         "gcn_arch_name": "gfx1100"},
-        {"index": 1, "name": "AMD Radeon Graphics", "pci": "0000:c6:00.0",
-         "integrated": True, "gcn_arch_name": "gfx1103:xnack-"},
-    ]})
+    found = hip.interpret(
+        {
+            "library": "libamdhip64.so.7",
+            "runtime_version": 70151234,
+            "devices": [
+                {
+                    "index": 0,
+                    "name": "AMD Radeon RX 7900 XTX",
+                    "pci": "0000:86:00.0",
+                    "total_mem": 25753026560,
+                    "integrated": False,
+                    "warp_size": 32,
+                    "gcn_arch_name": "gfx1100",
+                },
+                {
+                    "index": 1,
+                    "name": "AMD Radeon Graphics",
+                    "pci": "0000:c6:00.0",
+                    "integrated": True,
+                    "gcn_arch_name": "gfx1103:xnack-",
+                },
+            ],
+        }
+    )
     assert found.notes == ("HIP runtime libamdhip64.so.7 (version 7.1.51234) sees 2 device(s)",)
     assert found.reports[0] == DeviceReport(
-        "hip", pci="0000:86:00.0", hip_index=0, name="AMD Radeon RX 7900 XTX", gfx="gfx1100",
-        wave_size=32, vram_bytes=25753026560, integrated=False,
-        integrated_evidence="HIP Integrated attribute")
+        "hip",
+        pci="0000:86:00.0",
+        hip_index=0,
+        name="AMD Radeon RX 7900 XTX",
+        gfx="gfx1100",
+        wave_size=32,
+        vram_bytes=25753026560,
+        integrated=False,
+        integrated_evidence="HIP Integrated attribute",
+    )
     assert found.reports[1].gfx == "gfx1103"
 
 

@@ -2,16 +2,31 @@ import pytest
 
 from strata_core.detect import kfd
 from strata_core.testing.sysfs import (
-    GIB, MI50, R9700, RADEON_780M, RX_7900_XTX, STRIX_HALO, FakeGPU, write_sysfs,
+    GIB,
+    MI50,
+    R9700,
+    RADEON_780M,
+    RX_7900_XTX,
+    STRIX_HALO,
+    FakeGPU,
+    write_sysfs,
 )
 
 NODES = "class/kfd/kfd/topology/nodes"
 
 
-@pytest.mark.parametrize(("version", "gfx"), [
-    (110000, "gfx1100"), (120001, "gfx1201"), (90006, "gfx906"), (110501, "gfx1151"),
-    (100300, "gfx1030"), (90010, "gfx90a"), (110003, "gfx1103"),
-])
+@pytest.mark.parametrize(
+    ("version", "gfx"),
+    [
+        (110000, "gfx1100"),
+        (120001, "gfx1201"),
+        (90006, "gfx906"),
+        (110501, "gfx1151"),
+        (100300, "gfx1030"),
+        (90010, "gfx90a"),
+        (110003, "gfx1103"),
+    ],
+)
 def test_decode_gfx_target_version(version, gfx):
     assert kfd.decode_gfx_target_version(version) == gfx
 
@@ -89,8 +104,13 @@ def test_garbage_lines_are_reported_with_their_line_and_the_rest_is_read(tmp_pat
 def test_missing_gfx_target_version_skips_the_node(tmp_path):
     root = write_sysfs(tmp_path, [RX_7900_XTX, R9700])
     props = root / NODES / "1/properties"
-    props.write_text("".join(l + "\n" for l in props.read_text().splitlines()
-                             if not l.startswith("gfx_target_version")))
+    props.write_text(
+        "".join(
+            line + "\n"
+            for line in props.read_text().splitlines()
+            if not line.startswith("gfx_target_version")
+        )
+    )
     found = kfd.walk(root)
     assert [r.gfx for r in found.reports] == ["gfx1201"]
     assert found.problems == (f"{props}: no gfx_target_version; node skipped",)
@@ -100,10 +120,10 @@ def test_unreadable_empty_and_binary_nodes(tmp_path):
     root = write_sysfs(tmp_path, [RX_7900_XTX, R9700, MI50, RADEON_780M])
     nodes = root / NODES
     (nodes / "1/properties").unlink()
-    (nodes / "1/properties").mkdir()          # reading it fails, as EPERM would
+    (nodes / "1/properties").mkdir()  # reading it fails, as EPERM would
     (nodes / "2/properties").write_text("")
     (nodes / "3/properties").write_bytes(b"\xff\xfe\x00garbage")
-    (nodes / "5").mkdir()                     # a node with no properties file
+    (nodes / "5").mkdir()  # a node with no properties file
     found = kfd.walk(root)
     assert [r.gfx for r in found.reports] == ["gfx1103"]
     assert found.problems == (

@@ -75,22 +75,40 @@ UNKNOWN_HOOK = """
 @pytest.fixture
 def site(tmp_path, monkeypatch):
     site = tmp_path / "site"
-    write_distribution(site, "third-party-navi", "2.0", {"navi31": "navi_plugin:plugin"},
-                       {"navi_plugin.py": GOOD})
-    write_distribution(site, "third-party-misc", "0.3", {
-        "broken": "no_such_module:plugin",
-        "future": "future_plugin:plugin",
-        "unversioned": "unversioned_plugin",
-        "raiser": "raiser_plugin",
-        "wrongtype": "wrongtype_plugin",
-        "typo": "typo_plugin",
-    }, {"future_plugin.py": FUTURE, "unversioned_plugin.py": UNVERSIONED,
-        "raiser_plugin.py": RAISES_IN_CLAIM, "wrongtype_plugin.py": WRONG_RETURN,
-        "typo_plugin.py": UNKNOWN_HOOK})
+    write_distribution(
+        site, "third-party-navi", "2.0", {"navi31": "navi_plugin:plugin"}, {"navi_plugin.py": GOOD}
+    )
+    write_distribution(
+        site,
+        "third-party-misc",
+        "0.3",
+        {
+            "broken": "no_such_module:plugin",
+            "future": "future_plugin:plugin",
+            "unversioned": "unversioned_plugin",
+            "raiser": "raiser_plugin",
+            "wrongtype": "wrongtype_plugin",
+            "typo": "typo_plugin",
+        },
+        {
+            "future_plugin.py": FUTURE,
+            "unversioned_plugin.py": UNVERSIONED,
+            "raiser_plugin.py": RAISES_IN_CLAIM,
+            "wrongtype_plugin.py": WRONG_RETURN,
+            "typo_plugin.py": UNKNOWN_HOOK,
+        },
+    )
     monkeypatch.syspath_prepend(str(site))
     yield site
-    for name in ("navi_plugin", "future_plugin", "unversioned_plugin", "raiser_plugin",
-                 "wrongtype_plugin", "typo_plugin", "pattern_plugin"):
+    for name in (
+        "navi_plugin",
+        "future_plugin",
+        "unversioned_plugin",
+        "raiser_plugin",
+        "wrongtype_plugin",
+        "typo_plugin",
+        "pattern_plugin",
+    ):
         sys.modules.pop(name, None)
 
 
@@ -101,9 +119,15 @@ def status(manager, name):
 def test_third_party_plugin_is_discovered_with_its_distribution(site, env):
     manager = PluginManager.discover(env)
     record = manager.records["navi31"]
-    assert (record.distribution, record.version, record.api_version) == ("third-party-navi", "2.0", 1)
+    assert (record.distribution, record.version, record.api_version) == (
+        "third-party-navi",
+        "2.0",
+        1,
+    )
     assert record.targets == ("gfx1100",) and record.status is PluginStatus.ACTIVE
-    assert {"kfd", "hip", "hip_rdna3", "hip_rdna4", "igpu", "gfx906", "hip_rdna2"} <= set(manager.active())
+    assert {"kfd", "hip", "hip_rdna3", "hip_rdna4", "igpu", "gfx906", "hip_rdna2"} <= set(
+        manager.active()
+    )
 
 
 def test_broken_and_incompatible_plugins_are_reported_and_skipped(site, env):
@@ -116,8 +140,10 @@ def test_broken_and_incompatible_plugins_are_reported_and_skipped(site, env):
     assert manager.records["unversioned"].why.startswith("declares no strata_api_version")
     assert status(manager, "typo") is PluginStatus.BROKEN
     assert "strata_claim_devices" in manager.records["typo"].why
-    assert ("plugin future (third-party-misc 0.3) disabled: implements strata API 7; "
-            "strata 0.1.0 supports API 1") in manager.problems
+    assert (
+        "plugin future (third-party-misc 0.3) disabled: implements strata API 7; "
+        "strata 0.1.0 supports API 1"
+    ) in manager.problems
     assert len([p for p in manager.problems if p.startswith("plugin broken ")]) == 1
 
 
@@ -127,15 +153,18 @@ def test_a_plugin_whose_hook_raises_is_skipped_and_the_others_still_answer(site,
     assert status(manager, "raiser") is PluginStatus.BROKEN
     assert status(manager, "wrongtype") is PluginStatus.BROKEN
     assert manager.records["raiser"].why == (
-        "strata_claim_device raised RuntimeError: cannot read my table")
+        "strata_claim_device raised RuntimeError: cannot read my table"
+    )
     assert manager.records["wrongtype"].why == (
-        "strata_claim_device raised PluginError: returned int, expected Claim")
+        "strata_claim_device raised PluginError: returned int, expected Claim"
+    )
     assert "raiser" not in manager.active()
     # navi31 and hip_rdna3 both claim gfx1100 exactly: a tie.
     assert assignments[0].plugin is None
     assert assignments[0].reason == (
         "plugins hip_rdna3 and navi31 both claim gfx1100 with specificity 100; "
-        "set STRATA_ARCH_PLUGIN to one of them")
+        "set STRATA_ARCH_PLUGIN to one of them"
+    )
 
 
 def test_strict_mode_re_raises(site, env):
@@ -144,8 +173,9 @@ def test_strict_mode_re_raises(site, env):
 
 
 def test_strict_mode_re_raises_hook_errors(site, env, machine):
-    found, manager = machine([RX_7900_XTX], STRATA_PLUGINS="raiser,hip_rdna3",
-                             STRATA_STRICT_PLUGINS="1")
+    found, manager = machine(
+        [RX_7900_XTX], STRATA_PLUGINS="raiser,hip_rdna3", STRATA_STRICT_PLUGINS="1"
+    )
     with pytest.raises(RuntimeError, match="cannot read my table"):
         assign(manager, found.devices)
 
@@ -159,9 +189,13 @@ def test_strata_arch_plugin_settles_a_tie(site, machine):
 
 
 def test_the_most_specific_claim_wins(tmp_path, monkeypatch, machine):
-    site = write_distribution(tmp_path / "site2", "any-rdna3", "1.0",
-                              {"anyrdna3": "pattern_plugin:plugin"},
-                              {"pattern_plugin.py": PATTERN})
+    site = write_distribution(
+        tmp_path / "site2",
+        "any-rdna3",
+        "1.0",
+        {"anyrdna3": "pattern_plugin:plugin"},
+        {"pattern_plugin.py": PATTERN},
+    )
     monkeypatch.syspath_prepend(str(site))
     found, manager = machine([RX_7900_XTX])
     (a,), _ = assign(manager, found.devices)
@@ -184,8 +218,9 @@ def test_deny_list_reaches_builtins_too(site, env):
 
 
 def test_autoload_off_loads_only_named_plugins(site, env):
-    manager = PluginManager.discover(env | {"STRATA_DISABLE_PLUGIN_AUTOLOAD": "1",
-                                            "STRATA_PLUGINS": "hip_rdna2"})
+    manager = PluginManager.discover(
+        env | {"STRATA_DISABLE_PLUGIN_AUTOLOAD": "1", "STRATA_PLUGINS": "hip_rdna2"}
+    )
     assert set(manager.active()) == {"core", "kfd", "hip", "hip_rdna2"}
     manager = PluginManager.discover(env | {"STRATA_DISABLE_PLUGIN_AUTOLOAD": "1"})
     assert set(manager.active()) == {"core", "kfd", "hip"}
@@ -193,8 +228,11 @@ def test_autoload_off_loads_only_named_plugins(site, env):
 
 
 def test_names_that_match_no_plugin_are_reported(env):
-    manager = PluginManager.discover(env | {"STRATA_PLUGINS": "hip_rdna4,rdna5",
-                                            "STRATA_DISABLE_PLUGINS": "gfx908"})
+    manager = PluginManager.discover(
+        env | {"STRATA_PLUGINS": "hip_rdna4,rdna5", "STRATA_DISABLE_PLUGINS": "gfx908"}
+    )
     assert [p.split(",")[0] for p in manager.problems] == [
-        "STRATA_PLUGINS names 'rdna5'", "STRATA_DISABLE_PLUGINS names 'gfx908'"]
+        "STRATA_PLUGINS names 'rdna5'",
+        "STRATA_DISABLE_PLUGINS names 'gfx908'",
+    ]
     assert "which matches no installed plugin (installed: " in manager.problems[0]

@@ -15,14 +15,22 @@ from strata_core.plan_command import named_device
 from strata_core.records import RunContext
 
 GIB = 1 << 30
-IGPU_SET = ("STRATA_HIP_WMMA", "STRATA_PF_GEMM", "STRATA_PA_FAST", "STRATA_SELECT_WMMA",
-            "STRATA_HC_UPMIX")
+IGPU_SET = (
+    "STRATA_HIP_WMMA",
+    "STRATA_PF_GEMM",
+    "STRATA_PA_FAST",
+    "STRATA_SELECT_WMMA",
+    "STRATA_HC_UPMIX",
+)
 
 
 @pytest.fixture(scope="module")
 def manager():
-    env = {k: v for k, v in os.environ.items()
-           if not is_runtime_variable(k) and not k.startswith("STRATA_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not is_runtime_variable(k) and not k.startswith("STRATA_")
+    }
     return PluginManager.discover(env)
 
 
@@ -31,8 +39,17 @@ def plan(manager):
     def make(gfx, integrated=False, user=None, config=None, args=(), device=None, **context):
         device = device or named_device(gfx, integrated)
         (assignment,), _ = assign(manager, [device])
-        return build_plan(manager, device, assignment.plugin, RunContext(**context),
-                          user or {}, config or {}, tuple(args), "strata.toml")
+        return build_plan(
+            manager,
+            device,
+            assignment.plugin,
+            RunContext(**context),
+            user or {},
+            config or {},
+            tuple(args),
+            "strata.toml",
+        )
+
     return make
 
 
@@ -120,20 +137,33 @@ def test_defaults_say_why_with_the_reference_section(plan):
 def test_pcie_frac_old_default_and_explicit_value(plan):
     old = plan("gfx1201", pack="IQ3_S", user={"STRATA_PCIE_FRAC_DEFAULT": "old"})
     assert value(old, "--pcie-frac") == ("0.55", "arch-default")
-    explicit = plan("gfx1201", pack="IQ3_S", args=["--kv", "int8", "--pcie-frac", "0.3"],
-                    user={"STRATA_PCIE_FRAC_DEFAULT": "old"})
+    explicit = plan(
+        "gfx1201",
+        pack="IQ3_S",
+        args=["--kv", "int8", "--pcie-frac", "0.3"],
+        user={"STRATA_PCIE_FRAC_DEFAULT": "old"},
+    )
     assert value(explicit, "--pcie-frac") == ("0.3", "config")
     assert value(plan("gfx1201", pack="IQ3_S", args=["--pcie-frac=0.4"]), "--pcie-frac") == (
-        "0.4", "config")
+        "0.4",
+        "config",
+    )
 
 
-@pytest.mark.parametrize(("ram", "table", "expected"), [
-    (64 * GIB, int(26.8 * GIB), "1"), (32 * GIB, int(26.8 * GIB), "0"),
-    (64 * GIB, None, None), (None, int(26.8 * GIB), None),
-])
+@pytest.mark.parametrize(
+    ("ram", "table", "expected"),
+    [
+        (64 * GIB, int(26.8 * GIB), "1"),
+        (32 * GIB, int(26.8 * GIB), "0"),
+        (64 * GIB, None, None),
+        (None, int(26.8 * GIB), None),
+    ],
+)
 def test_ple_auto_ram(plan, ram, table, expected):
-    assert value(plan("gfx1201", ram_bytes=ram, ple_table_bytes=table),
-                 "STRATA_PLE_AUTO_RAM")[0] == expected
+    assert (
+        value(plan("gfx1201", ram_bytes=ram, ple_table_bytes=table), "STRATA_PLE_AUTO_RAM")[0]
+        == expected
+    )
 
 
 def test_ple_auto_ram_leaves_an_explicit_ple_io_alone(plan):
@@ -142,35 +172,49 @@ def test_ple_auto_ram_leaves_an_explicit_ple_io_alone(plan):
     assert value(p, "--ple-io") == ("mmap", "config")
 
 
-@pytest.mark.parametrize(("gfx", "switch"), [
-    ("gfx1201", "STRATA_HIP_WMMA"), ("gfx1030", "STRATA_MTP_SIDE_STREAM"),
-    ("gfx1151", "STRATA_HC_Q8"), ("gfx906", "STRATA_FILE_CACHE_OLD_RULE"),
-    ("gfx1201", "STRATA_DENSE_MMQ"),
-])
+@pytest.mark.parametrize(
+    ("gfx", "switch"),
+    [
+        ("gfx1201", "STRATA_HIP_WMMA"),
+        ("gfx1030", "STRATA_MTP_SIDE_STREAM"),
+        ("gfx1151", "STRATA_HC_Q8"),
+        ("gfx906", "STRATA_FILE_CACHE_OLD_RULE"),
+        ("gfx1201", "STRATA_DENSE_MMQ"),
+    ],
+)
 @pytest.mark.parametrize("given", ["0", "1", "garbage"])
 def test_a_user_value_is_never_overridden(plan, gfx, switch, given):
     p = plan(gfx, os="linux", kv="int8", user={switch: given})
     assert value(p, switch) == (given, "user")
     invalid = [w for w in p.warnings if w.startswith(f"{switch}={given}")]
     if given == "garbage":
-        assert invalid == [f"{switch}=garbage (set in the environment): expected one of 0, 1"
-                           f"{', auto' if switch == 'STRATA_HIP_WMMA' else ''}; kept as given"]
+        assert invalid == [
+            f"{switch}=garbage (set in the environment): expected one of 0, 1"
+            f"{', auto' if switch == 'STRATA_HIP_WMMA' else ''}; kept as given"
+        ]
     else:
         assert invalid == []
 
 
 def test_config_precedence(plan):
-    p = plan("gfx1201", os="linux", kv="int8", config={"STRATA_HIP_WMMA": "auto",
-                                                       "STRATA_HC_Q8": "0",
-                                                       "HSA_USERPTR_FOR_PAGED_MEM": "0"},
-             user={"STRATA_HC_Q8": "1"})
+    p = plan(
+        "gfx1201",
+        os="linux",
+        kv="int8",
+        config={"STRATA_HIP_WMMA": "auto", "STRATA_HC_Q8": "0", "HSA_USERPTR_FOR_PAGED_MEM": "0"},
+        user={"STRATA_HC_Q8": "1"},
+    )
     assert value(p, "STRATA_HIP_WMMA") == ("auto", "config")
     assert p.explain("STRATA_HIP_WMMA").reason == "set in strata.toml"
     assert value(p, "STRATA_HC_Q8") == ("1", "user")
     assert value(p, "STRATA_SCORES_THREAD") == ("1", "arch-default")
     assert p.extra_env == {"HSA_USERPTR_FOR_PAGED_MEM": "0"}
-    assert p.engine_env() == {"STRATA_HIP_WMMA": "auto", "STRATA_SCORES_THREAD": "1",
-                              "STRATA_HIP_QUEUE_PRIME": "1", "HSA_USERPTR_FOR_PAGED_MEM": "0"}
+    assert p.engine_env() == {
+        "STRATA_HIP_WMMA": "auto",
+        "STRATA_SCORES_THREAD": "1",
+        "STRATA_HIP_QUEUE_PRIME": "1",
+        "HSA_USERPTR_FOR_PAGED_MEM": "0",
+    }
 
 
 def test_gfx906_switches_exist_only_in_its_build(plan):
@@ -179,40 +223,58 @@ def test_gfx906_switches_exist_only_in_its_build(plan):
     assert gfx906.explain("STRATA_MMVQ_WAVE").reason == "unset; engine built-in: on"
     rdna4 = plan("gfx1201", user={"STRATA_GR_SPLIT": "1"})
     assert rdna4.explain("STRATA_GR_SPLIT") is None
-    assert ("STRATA_GR_SPLIT (set in the environment) is read only by the gfx906 build; "
-            "hip_rdna4 does not read it") in rdna4.warnings
+    assert (
+        "STRATA_GR_SPLIT (set in the environment) is read only by the gfx906 build; "
+        "hip_rdna4 does not read it"
+    ) in rdna4.warnings
 
 
 def test_unknown_strata_variables_are_warned_about(plan):
-    p = plan("gfx1100", user={"STRATA_HIP_WMAM": "1", "STRATA_SYSFS": "/sys"},
-             config={"STRATA_TYPO": "1"})
+    p = plan(
+        "gfx1100",
+        user={"STRATA_HIP_WMAM": "1", "STRATA_SYSFS": "/sys"},
+        config={"STRATA_TYPO": "1"},
+    )
     assert "STRATA_HIP_WMAM (set in the environment) is no switch that strata knows" in p.warnings
     assert "STRATA_TYPO (set in strata.toml) is no switch that strata knows" in p.warnings
     assert not any("STRATA_SYSFS" in w for w in p.warnings)
 
 
-@pytest.mark.parametrize(("gfx", "switch"), [
-    ("gfx1201", "STRATA_PF_GEMM"), ("gfx1201", "STRATA_PF_PAD"), ("gfx1100", "STRATA_HC_PERSIST"),
-    ("gfx1201", "STRATA_HC_PERSIST"),
-])
+@pytest.mark.parametrize(
+    ("gfx", "switch"),
+    [
+        ("gfx1201", "STRATA_PF_GEMM"),
+        ("gfx1201", "STRATA_PF_PAD"),
+        ("gfx1100", "STRATA_HC_PERSIST"),
+        ("gfx1201", "STRATA_HC_PERSIST"),
+    ],
+)
 def test_a_switch_set_where_it_does_not_apply_is_warned_about_and_kept(plan, gfx, switch):
     p = plan(gfx, user={switch: "1"})
     assert value(p, switch) == ("1", "user")
-    assert any(w.startswith(f"{switch}=1 (set in the environment) applies to ") and
-               w.endswith(f"{gfx} on linux does not read it") for w in p.warnings)
+    assert any(
+        w.startswith(f"{switch}=1 (set in the environment) applies to ")
+        and w.endswith(f"{gfx} on linux does not read it")
+        for w in p.warnings
+    )
 
 
 def test_hc_persist_on_gfx103x_is_quiet(plan):
-    assert not any("STRATA_HC_PERSIST" in w for w in plan("gfx1030", user={
-        "STRATA_HC_PERSIST": "1"}).warnings)
+    assert not any(
+        "STRATA_HC_PERSIST" in w for w in plan("gfx1030", user={"STRATA_HC_PERSIST": "1"}).warnings
+    )
 
 
 def test_sh_stream_by_hand_on_windows_with_kv_streaming_warns_and_keeps_it(plan):
     p = plan("gfx1030", os="windows", kv_streaming=True, user={"STRATA_SH_STREAM": "1"})
     assert value(p, "STRATA_SH_STREAM") == ("1", "user")
     assert any(w.startswith("STRATA_SH_STREAM=1 with KV streaming on Windows") for w in p.warnings)
-    assert not any("SH_STREAM" in w for w in plan("gfx1030", os="linux", kv_streaming=True,
-                                                  user={"STRATA_SH_STREAM": "1"}).warnings)
+    assert not any(
+        "SH_STREAM" in w
+        for w in plan(
+            "gfx1030", os="linux", kv_streaming=True, user={"STRATA_SH_STREAM": "1"}
+        ).warnings
+    )
 
 
 def test_rdna2_prints_the_prompt_f16_tip_until_it_is_set(plan):
@@ -222,6 +284,7 @@ def test_rdna2_prints_the_prompt_f16_tip_until_it_is_set(plan):
 
 # The iGPU prompt set.
 
+
 def igpu_set(p):
     return {n: p.explain(n).value for n in IGPU_SET if p.explain(n).source == "igpu-set"}
 
@@ -229,13 +292,17 @@ def igpu_set(p):
 def test_igpu_set_is_the_default_on_the_780m_on_linux(plan):
     p = plan("gfx1103", os="linux", kv="int8")
     assert igpu_set(p) == dict.fromkeys(IGPU_SET, "1")
-    assert p.log == ("iGPU prompt set: STRATA_HIP_WMMA=1 STRATA_PF_GEMM=1 STRATA_PA_FAST=1 "
-                     "STRATA_SELECT_WMMA=1 STRATA_HC_UPMIX=1 (Radeon 780M / Radeon 760M, "
-                     "gfx1103, default on gfx1103 on Linux)",)
+    assert p.log == (
+        "iGPU prompt set: STRATA_HIP_WMMA=1 STRATA_PF_GEMM=1 STRATA_PA_FAST=1 "
+        "STRATA_SELECT_WMMA=1 STRATA_HC_UPMIX=1 (Radeon 780M / Radeon 760M, "
+        "gfx1103, default on gfx1103 on Linux)",
+    )
 
 
-@pytest.mark.parametrize(("gfx", "os_name"), [
-    ("gfx1103", "windows"), ("gfx1150", "linux"), ("gfx1151", "linux"), ("gfx1152", "linux")])
+@pytest.mark.parametrize(
+    ("gfx", "os_name"),
+    [("gfx1103", "windows"), ("gfx1150", "linux"), ("gfx1151", "linux"), ("gfx1152", "linux")],
+)
 def test_igpu_set_is_opt_in_elsewhere(plan, gfx, os_name):
     assert igpu_set(plan(gfx, os=os_name)) == {}
     opted = plan(gfx, os=os_name, user={"STRATA_IGPU_PROMPT_SET": "1"})
@@ -245,12 +312,18 @@ def test_igpu_set_is_opt_in_elsewhere(plan, gfx, os_name):
 
 def test_igpu_set_opt_in_through_the_run_config(plan):
     assert igpu_set(plan("gfx1150", config={"STRATA_IGPU_PROMPT_SET": "1"})) == dict.fromkeys(
-        IGPU_SET, "1")
+        IGPU_SET, "1"
+    )
 
 
-@pytest.mark.parametrize("given", [{"STRATA_IGPU_PROMPT_SET": "0"},
-                                   {"STRATA_IGPU_DEFAULTS": "0"},
-                                   {"STRATA_IGPU_DEFAULTS": "0", "STRATA_IGPU_PROMPT_SET": "1"}])
+@pytest.mark.parametrize(
+    "given",
+    [
+        {"STRATA_IGPU_PROMPT_SET": "0"},
+        {"STRATA_IGPU_DEFAULTS": "0"},
+        {"STRATA_IGPU_DEFAULTS": "0", "STRATA_IGPU_PROMPT_SET": "1"},
+    ],
+)
 def test_igpu_set_turned_off(plan, given):
     p = plan("gfx1103", os="linux", user=given)
     assert igpu_set(p) == {} and p.log == ()
@@ -273,20 +346,32 @@ def test_igpu_set_never_on_a_discrete_card_nor_beside_one(plan):
 
 
 def test_igpu_set_warns_that_wmma_needs_int8_kv(plan):
-    assert "STRATA_HIP_WMMA of the iGPU prompt set needs --kv int8, not f16" in plan(
-        "gfx1103", os="linux", kv="f16").warnings
+    assert (
+        "STRATA_HIP_WMMA of the iGPU prompt set needs --kv int8, not f16"
+        in plan("gfx1103", os="linux", kv="f16").warnings
+    )
 
 
 # Packages and refusals.
 
-@pytest.mark.parametrize(("gfx", "os_name", "package"), [
-    ("gfx1201", "linux", "rx9070"), ("gfx1200", "windows", "rx9070"),
-    ("gfx1100", "linux", "rx7900"), ("gfx1102", "linux", "rx7900"),
-    ("gfx1101", "windows", "rdna3"), ("gfx1151", "windows", "rdna3"),
-    ("gfx1151", "linux", "halo"), ("gfx1030", "linux", "rx6000"),
-    ("gfx1031", "windows", "rdna2"), ("gfx1103", "linux", None), ("gfx906", "linux", None),
-    ("gfx1150", "linux", None),
-])
+
+@pytest.mark.parametrize(
+    ("gfx", "os_name", "package"),
+    [
+        ("gfx1201", "linux", "rx9070"),
+        ("gfx1200", "windows", "rx9070"),
+        ("gfx1100", "linux", "rx7900"),
+        ("gfx1102", "linux", "rx7900"),
+        ("gfx1101", "windows", "rdna3"),
+        ("gfx1151", "windows", "rdna3"),
+        ("gfx1151", "linux", "halo"),
+        ("gfx1030", "linux", "rx6000"),
+        ("gfx1031", "windows", "rdna2"),
+        ("gfx1103", "linux", None),
+        ("gfx906", "linux", None),
+        ("gfx1150", "linux", None),
+    ],
+)
 def test_package_table(gfx, os_name, package):
     found = package_for(gfx, os_name)
     assert (found.name if found else None) == package
@@ -295,12 +380,16 @@ def test_package_table(gfx, os_name, package):
 def test_no_package_is_one_line_naming_the_family(plan):
     p = plan("gfx906")
     assert p.package is None
-    assert ("no ready-made Linux engine package carries GPU code for the GCN5 (Vega20) card "
-            "Instinct MI50 / Instinct MI60 / Radeon VII (gfx906); build the engine from source "
-            "(source build, community-tested: wave64 compat build)") in p.warnings
+    assert (
+        "no ready-made Linux engine package carries GPU code for the GCN5 (Vega20) card "
+        "Instinct MI50 / Instinct MI60 / Radeon VII (gfx906); build the engine from source "
+        "(source build, community-tested: wave64 compat build)"
+    ) in p.warnings
 
 
 @pytest.mark.parametrize("gfx", ["gfx1150", "gfx1152"])
 def test_named_but_not_supported_cards_say_so(plan, gfx):
-    assert any(w.endswith(" setup does not install it") and "is named but not supported by setup"
-               in w for w in plan(gfx).warnings)
+    assert any(
+        w.endswith(" setup does not install it") and "is named but not supported by setup" in w
+        for w in plan(gfx).warnings
+    )

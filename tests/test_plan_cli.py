@@ -6,12 +6,18 @@ import sys
 
 import pytest
 
-from strata_core.testing.sysfs import R9700, RADEON_780M, RX_7900_XTX, STRIX_HALO, write_sysfs
+from strata_core.testing.sysfs import R9700, RADEON_780M, STRIX_HALO, write_sysfs
 
 
 def run(*args, env, check=True, cwd=None):
-    result = subprocess.run([sys.executable, "-m", "strata_core", "plan", *args], env=env,
-                            capture_output=True, text=True, timeout=120, cwd=cwd)
+    result = subprocess.run(
+        [sys.executable, "-m", "strata_core", "plan", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+    )
     assert "Traceback" not in result.stderr
     if check:
         assert result.returncode == 0, result.stderr
@@ -26,15 +32,26 @@ def pc(tmp_path, env):
 
 
 def test_plan_json(pc):
-    answer = json.loads(run("--json", "--kv", "int8", "--pack", "IQ3_S", "--os", "linux",
-                            env=pc).stdout)
-    assert set(answer) >= {"device", "plugin", "os", "package", "switches", "args", "log",
-                           "warnings"}
+    answer = json.loads(
+        run("--json", "--kv", "int8", "--pack", "IQ3_S", "--os", "linux", env=pc).stdout
+    )
+    assert set(answer) >= {
+        "device",
+        "plugin",
+        "os",
+        "package",
+        "switches",
+        "args",
+        "log",
+        "warnings",
+    }
     assert answer["device"]["index"] == 1 and answer["device"]["gfx"] == "gfx1201"
     assert (answer["plugin"], answer["os"], answer["package"]) == ("hip_rdna4", "linux", "rx9070")
     assert answer["switches"]["STRATA_HIP_WMMA"] == {
-        "value": "1", "source": "arch-default",
-        "reason": "gfx12 Linux: on with int8 KV (AMD_HIP.md, Speed switches)"}
+        "value": "1",
+        "source": "arch-default",
+        "reason": "gfx12 Linux: on with int8 KV (AMD_HIP.md, Speed switches)",
+    }
     assert answer["switches"]["STRATA_DENSE_MMQ"]["value"] is None
     assert answer["args"]["pcie_frac"]["value"] == "0.15"
     assert answer["log"] == []
@@ -46,7 +63,8 @@ def test_plan_for_a_card_that_is_not_here(env):
     assert answer["package"] is None
     assert answer["log"][0].startswith("iGPU prompt set: STRATA_HIP_WMMA=1")
     assert {v["source"] for k, v in answer["switches"].items() if k == "STRATA_PA_FAST"} == {
-        "igpu-set"}
+        "igpu-set"
+    }
 
 
 def test_human_output_is_grouped_by_source(pc):
@@ -54,57 +72,103 @@ def test_human_output_is_grouped_by_source(pc):
     titles = [line for line in out.splitlines() if line.endswith(":") and not line[0].isspace()]
     assert titles == ["set by you:", "architecture defaults:", "engine built-in (unset):"]
     assert "  STRATA_SELECT_WMMA=1" in out
-    assert out.splitlines()[0] == ("plan for HIP 1: RX 9070 / RX 9070 XT / Radeon AI PRO R9700 "
-                                   "(gfx1201, RDNA4, discrete) on Linux")
+    assert out.splitlines()[0] == (
+        "plan for HIP 1: RX 9070 / RX 9070 XT / Radeon AI PRO R9700 "
+        "(gfx1201, RDNA4, discrete) on Linux"
+    )
 
 
 def test_explain(pc):
     out = run("--explain", "STRATA_HC_Q8", env=pc).stdout
-    assert out.splitlines()[0] == ("STRATA_HC_Q8 = 1 (arch-default): gfx12: on "
-                                   "(AMD_HIP.md, Speed switches)")
+    assert out.splitlines()[0] == (
+        "STRATA_HC_Q8 = 1 (arch-default): gfx12: on (AMD_HIP.md, Speed switches)"
+    )
     assert "  reference: AMD_HIP.md, Speed switches" in out
 
 
 def test_toml_reproduces_the_plan(pc, tmp_path):
-    first = json.loads(run("--json", "--kv", "int8", "--pack", "Q2_0", "--os", "linux",
-                           env=pc | {"STRATA_HIP_ROUTER_OLD": "1"}).stdout)
+    first = json.loads(
+        run(
+            "--json",
+            "--kv",
+            "int8",
+            "--pack",
+            "Q2_0",
+            "--os",
+            "linux",
+            env=pc | {"STRATA_HIP_ROUTER_OLD": "1"},
+        ).stdout
+    )
     config = tmp_path / "strata.toml"
-    run("--toml", "--output", str(config), "--kv", "int8", "--pack", "Q2_0", "--os", "linux",
-        env=pc | {"STRATA_HIP_ROUTER_OLD": "1"})
-    again = json.loads(run("--json", "--config", str(config), "--pack", "Q2_0", "--os", "linux",
-                           env=pc).stdout)
+    run(
+        "--toml",
+        "--output",
+        str(config),
+        "--kv",
+        "int8",
+        "--pack",
+        "Q2_0",
+        "--os",
+        "linux",
+        env=pc | {"STRATA_HIP_ROUTER_OLD": "1"},
+    )
+    again = json.loads(
+        run("--json", "--config", str(config), "--pack", "Q2_0", "--os", "linux", env=pc).stdout
+    )
     assert {k: v["value"] for k, v in again["switches"].items()} == {
-        k: v["value"] for k, v in first["switches"].items()}
+        k: v["value"] for k, v in first["switches"].items()
+    }
     assert {v["source"] for v in again["switches"].values()} == {"config", "builtin"}
-    assert again["args"]["pcie_frac"] == {"value": "0.15", "source": "config",
-                                          "reason": f"set in {config}"}
+    assert again["args"]["pcie_frac"] == {
+        "value": "0.15",
+        "source": "config",
+        "reason": f"set in {config}",
+    }
     assert again["device"]["index"] == 1
 
 
 def test_the_config_chooses_the_card_and_the_command_line_wins(pc, tmp_path):
     config = tmp_path / "strata.toml"
     config.write_text("gpu = 0\n")
-    assert json.loads(run("--json", env=pc | {"STRATA_CONFIG": str(config)}).stdout)[
-        "device"]["gfx"] == "gfx1103"
-    assert json.loads(run("--json", "--gpu", "1", "--config", str(config), env=pc).stdout)[
-        "device"]["gfx"] == "gfx1201"
+    assert (
+        json.loads(run("--json", env=pc | {"STRATA_CONFIG": str(config)}).stdout)["device"]["gfx"]
+        == "gfx1103"
+    )
+    assert (
+        json.loads(run("--json", "--gpu", "1", "--config", str(config), env=pc).stdout)["device"][
+            "gfx"
+        ]
+        == "gfx1201"
+    )
 
 
 def test_strata_toml_in_the_current_directory_is_read(pc, tmp_path):
     (tmp_path / "strata.toml").write_text('[env]\nSTRATA_HC_Q8 = "0"\n')
     answer = json.loads(run("--json", env=pc, cwd=tmp_path).stdout)
-    assert answer["switches"]["STRATA_HC_Q8"] == {"value": "0", "source": "config",
-                                                  "reason": "set in strata.toml"}
+    assert answer["switches"]["STRATA_HC_Q8"] == {
+        "value": "0",
+        "source": "config",
+        "reason": "set in strata.toml",
+    }
 
 
 def test_server_json_config(pc, tmp_path):
     config = tmp_path / "strata-hip.json"
-    config.write_text(json.dumps({"exe": "build-hip/strata", "gpu": 1, "port": 8080,
-                                  "args": ["--kv", "int8", "--pcie-frac", "0"],
-                                  "env": {"STRATA_PF_FUSED": "0"}}))
-    answer = json.loads(run("--json", "--config", str(config), "--os", "linux", "--pack",
-                            "IQ3_S", env=pc).stdout)
-    assert answer["switches"]["STRATA_HIP_WMMA"]["value"] == "1"      # --kv int8 from args
+    config.write_text(
+        json.dumps(
+            {
+                "exe": "build-hip/strata",
+                "gpu": 1,
+                "port": 8080,
+                "args": ["--kv", "int8", "--pcie-frac", "0"],
+                "env": {"STRATA_PF_FUSED": "0"},
+            }
+        )
+    )
+    answer = json.loads(
+        run("--json", "--config", str(config), "--os", "linux", "--pack", "IQ3_S", env=pc).stdout
+    )
+    assert answer["switches"]["STRATA_HIP_WMMA"]["value"] == "1"  # --kv int8 from args
     assert answer["switches"]["STRATA_PF_FUSED"]["source"] == "config"
     assert answer["args"]["pcie_frac"]["value"] == "0"
 
@@ -117,16 +181,30 @@ def test_strix_halo_defaults(env, tmp_path):
     assert answer["package"] == "halo"
 
 
-@pytest.mark.parametrize(("args", "extra_env", "message"), [
-    (("--device", "gfx9000"), {}, "--device gfx9000: not a target strata knows ("),
-    (("--device", "gfx906"), {"STRATA_ARCH_PLUGIN": "hip_rdna3"},
-     "Instinct MI50 / Instinct MI60 / Radeon VII (gfx906): STRATA_ARCH_PLUGIN=hip_rdna3, which "
-     "is a wave32 build for gfx1100, gfx1101, gfx1102; gfx906 is wave64"),
-    (("--device", "gfx1012"), {}, "RX 5500 / RX 5500 XT (gfx1012, RDNA1): no installed plugin "
-     "runs gfx1012 (RDNA1): "),
-    (("--explain", "STRATA_NOPE"), {}, "--explain STRATA_NOPE: no switch of hip_rdna4 has that name"),
-    (("--config", "/no/such.toml"), {}, "/no/such.toml: cannot read the run config"),
-])
+@pytest.mark.parametrize(
+    ("args", "extra_env", "message"),
+    [
+        (("--device", "gfx9000"), {}, "--device gfx9000: not a target strata knows ("),
+        (
+            ("--device", "gfx906"),
+            {"STRATA_ARCH_PLUGIN": "hip_rdna3"},
+            "Instinct MI50 / Instinct MI60 / Radeon VII (gfx906): "
+            "STRATA_ARCH_PLUGIN=hip_rdna3, which is a wave32 build for gfx1100, gfx1101, "
+            "gfx1102; gfx906 is wave64",
+        ),
+        (
+            ("--device", "gfx1012"),
+            {},
+            "RX 5500 / RX 5500 XT (gfx1012, RDNA1): no installed plugin runs gfx1012 (RDNA1): ",
+        ),
+        (
+            ("--explain", "STRATA_NOPE"),
+            {},
+            "--explain STRATA_NOPE: no switch of hip_rdna4 has that name",
+        ),
+        (("--config", "/no/such.toml"), {}, "/no/such.toml: cannot read the run config"),
+    ],
+)
 def test_user_errors(pc, args, extra_env, message):
     result = run(*args, env=pc | extra_env, check=False)
     assert result.returncode == 2
@@ -137,14 +215,18 @@ def test_user_errors(pc, args, extra_env, message):
 def test_no_gpu_here(env, tmp_path):
     result = run("--sysfs", str(tmp_path), env=env, check=False)
     assert result.returncode == 2
-    assert result.stderr == ("strata-core: no AMD GPU to plan for (no visible GPU that an "
-                             "installed plugin runs); --device GFX plans for a card that is "
-                             "not in this PC\n")
+    assert result.stderr == (
+        "strata-core: no AMD GPU to plan for (no visible GPU that an "
+        "installed plugin runs); --device GFX plans for a card that is "
+        "not in this PC\n"
+    )
 
 
 def test_malformed_config_is_one_line(pc, tmp_path):
     config = tmp_path / "strata.toml"
-    config.write_text('[env]\nSTRATA_HC_Q8 = false\n')
+    config.write_text("[env]\nSTRATA_HC_Q8 = false\n")
     result = run("--config", str(config), env=pc, check=False)
     assert (result.returncode, result.stderr) == (
-        2, f"strata-core: {config}:2: env.STRATA_HC_Q8: expected a string, got False\n")
+        2,
+        f"strata-core: {config}:2: env.STRATA_HC_Q8: expected a string, got False\n",
+    )

@@ -5,22 +5,25 @@ from strata_core.detect.visibility import override_for, parse_override, visible_
 UUIDS = ["aaaa000000000001", "bbbb000000000002", None]
 
 
-@pytest.mark.parametrize(("env", "order", "hidden"), [
-    ({}, (0, 1, 2), set()),
-    ({"ROCR_VISIBLE_DEVICES": "1"}, (1,), {0, 2}),
-    ({"ROCR_VISIBLE_DEVICES": "2,0"}, (2, 0), {1}),
-    ({"ROCR_VISIBLE_DEVICES": "GPU-bbbb000000000002,0"}, (1, 0), {2}),
-    ({"ROCR_VISIBLE_DEVICES": "0,7,1"}, (0,), {1, 2}),      # the first invalid token ends it
-    ({"ROCR_VISIBLE_DEVICES": "GPU-XX"}, (), {0, 1, 2}),
-    ({"ROCR_VISIBLE_DEVICES": ""}, (), {0, 1, 2}),
-    ({"ROCR_VISIBLE_DEVICES": "-1"}, (), {0, 1, 2}),
-    ({"HIP_VISIBLE_DEVICES": "1"}, (1,), {0, 2}),
-    # HIP numbers count the devices ROCR left: HIP 1 is the third GPU here.
-    ({"ROCR_VISIBLE_DEVICES": "0,2", "HIP_VISIBLE_DEVICES": "1"}, (2,), {0, 1}),
-    ({"ROCR_VISIBLE_DEVICES": "1", "HIP_VISIBLE_DEVICES": "1"}, (), {0, 1, 2}),
-    ({"CUDA_VISIBLE_DEVICES": "0"}, (0,), {1, 2}),
-    ({"HIP_VISIBLE_DEVICES": "2", "CUDA_VISIBLE_DEVICES": "0"}, (2,), {0, 1}),
-])
+@pytest.mark.parametrize(
+    ("env", "order", "hidden"),
+    [
+        ({}, (0, 1, 2), set()),
+        ({"ROCR_VISIBLE_DEVICES": "1"}, (1,), {0, 2}),
+        ({"ROCR_VISIBLE_DEVICES": "2,0"}, (2, 0), {1}),
+        ({"ROCR_VISIBLE_DEVICES": "GPU-bbbb000000000002,0"}, (1, 0), {2}),
+        ({"ROCR_VISIBLE_DEVICES": "0,7,1"}, (0,), {1, 2}),  # the first invalid token ends it
+        ({"ROCR_VISIBLE_DEVICES": "GPU-XX"}, (), {0, 1, 2}),
+        ({"ROCR_VISIBLE_DEVICES": ""}, (), {0, 1, 2}),
+        ({"ROCR_VISIBLE_DEVICES": "-1"}, (), {0, 1, 2}),
+        ({"HIP_VISIBLE_DEVICES": "1"}, (1,), {0, 2}),
+        # HIP numbers count the devices ROCR left: HIP 1 is the third GPU here.
+        ({"ROCR_VISIBLE_DEVICES": "0,2", "HIP_VISIBLE_DEVICES": "1"}, (2,), {0, 1}),
+        ({"ROCR_VISIBLE_DEVICES": "1", "HIP_VISIBLE_DEVICES": "1"}, (), {0, 1, 2}),
+        ({"CUDA_VISIBLE_DEVICES": "0"}, (0,), {1, 2}),
+        ({"HIP_VISIBLE_DEVICES": "2", "CUDA_VISIBLE_DEVICES": "0"}, (2,), {0, 1}),
+    ],
+)
 def test_visible_devices(env, order, hidden):
     result = visible_devices(UUIDS, env)
     assert result.order == order
@@ -32,9 +35,15 @@ def test_hidden_devices_name_the_variable():
     assert result.hidden == {1: "ROCR_VISIBLE_DEVICES=0,2", 0: "HIP_VISIBLE_DEVICES=1"}
 
 
-@pytest.mark.parametrize(("value", "gfx"), [
-    ("11.0.0", "gfx1100"), ("9.0.6", "gfx906"), ("10.3.0", "gfx1030"), ("12.0.1", "gfx1201"),
-])
+@pytest.mark.parametrize(
+    ("value", "gfx"),
+    [
+        ("11.0.0", "gfx1100"),
+        ("9.0.6", "gfx906"),
+        ("10.3.0", "gfx1030"),
+        ("12.0.1", "gfx1201"),
+    ],
+)
 def test_parse_override(value, gfx):
     assert parse_override(value) == gfx
 
@@ -46,8 +55,11 @@ def test_parse_override_rejects(value):
 
 
 def test_per_node_override_wins_over_the_global_one_and_empty_is_unset():
-    env = {"HSA_OVERRIDE_GFX_VERSION": "10.3.0", "HSA_OVERRIDE_GFX_VERSION_2": "11.0.0",
-           "HSA_OVERRIDE_GFX_VERSION_3": ""}
+    env = {
+        "HSA_OVERRIDE_GFX_VERSION": "10.3.0",
+        "HSA_OVERRIDE_GFX_VERSION_2": "11.0.0",
+        "HSA_OVERRIDE_GFX_VERSION_3": "",
+    }
     assert override_for(2, env) == ("HSA_OVERRIDE_GFX_VERSION_2", "11.0.0")
     assert override_for(1, env) == ("HSA_OVERRIDE_GFX_VERSION", "10.3.0")
     assert override_for(3, env) == ("HSA_OVERRIDE_GFX_VERSION", "10.3.0")

@@ -24,28 +24,46 @@ def strata_detect_devices(context: DetectionContext) -> Detection | None:
 
 def run_probe(context: DetectionContext) -> Detection:
     answer_cache.read("/etc/ld.so.cache")
-    for library in (context.env.get("STRATA_HIP_LIBRARY"), context.env.get("ROCM_PATH"), "/opt/rocm"):
+    for library in (
+        context.env.get("STRATA_HIP_LIBRARY"),
+        context.env.get("ROCM_PATH"),
+        "/opt/rocm",
+    ):
         if library:
             answer_cache.stated(library)
     env = {k: v for k, v in os.environ.items() if k not in RUNTIME_VARIABLES}
-    env.update({k: v for k, v in context.env.items()
-                if k in RUNTIME_VARIABLES or k in ("STRATA_HIP_LIBRARY", "ROCM_PATH")})
+    env.update(
+        {
+            k: v
+            for k, v in context.env.items()
+            if k in RUNTIME_VARIABLES or k in ("STRATA_HIP_LIBRARY", "ROCM_PATH")
+        }
+    )
     try:
         child = subprocess.run(
             [sys.executable, "-m", "strata_core.detect.hip_probe"],
-            env=env, capture_output=True, text=True, timeout=context.hip_timeout_s,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=context.hip_timeout_s,
         )
     except subprocess.TimeoutExpired:
         answer_cache.refuse("the HIP probe timed out")
-        return Detection(problems=(
-            f"HIP runtime probe gave no answer within {context.hip_timeout_s:g} s; "
-            "using KFD facts only (STRATA_HIP_PROBE_TIMEOUT sets the limit)",))
+        return Detection(
+            problems=(
+                f"HIP runtime probe gave no answer within {context.hip_timeout_s:g} s; "
+                "using KFD facts only (STRATA_HIP_PROBE_TIMEOUT sets the limit)",
+            )
+        )
     if child.returncode != 0:
         answer_cache.refuse("the HIP probe failed")
         last = (child.stderr.strip().splitlines() or ["no message"])[-1]
-        return Detection(problems=(
-            f"HIP runtime probe failed (exit status {child.returncode}: {last}); "
-            "using KFD facts only",))
+        return Detection(
+            problems=(
+                f"HIP runtime probe failed (exit status {child.returncode}: {last}); "
+                "using KFD facts only",
+            )
+        )
     try:
         answer = json.loads(child.stdout)
     except json.JSONDecodeError:

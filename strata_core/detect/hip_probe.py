@@ -39,8 +39,11 @@ def candidate_paths(env: dict[str, str]) -> list[str]:
     if env.get("STRATA_HIP_LIBRARY"):
         return [env["STRATA_HIP_LIBRARY"]]
     roots = [r for r in (env.get("ROCM_PATH"), "/opt/rocm") if r]
-    return [name for soname in SONAMES
-            for name in (soname, *(os.path.join(r, "lib", soname) for r in roots))]
+    return [
+        name
+        for soname in SONAMES
+        for name in (soname, *(os.path.join(r, "lib", soname) for r in roots))
+    ]
 
 
 def probe(env: dict[str, str]) -> dict:

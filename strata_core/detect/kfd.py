@@ -73,7 +73,9 @@ def decode_gfx_target_version(version: int) -> str:
 
 
 def pci_address(domain: int, location_id: int) -> str:
-    return f"{domain:04x}:{location_id >> 8:02x}:{(location_id >> 3) & 0x1F:02x}.{location_id & 7:x}"
+    return (
+        f"{domain:04x}:{location_id >> 8:02x}:{(location_id >> 3) & 0x1F:02x}.{location_id & 7:x}"
+    )
 
 
 def _read_node(sysfs: Path, node: Path, problems: list[str]) -> DeviceReport | None:
@@ -154,8 +156,9 @@ def _read_counter(directory: Path | None, name: str, problems: list[str]) -> int
         return None
 
 
-def _integrated_evidence(gfx: str, drm: Path | None, vram: int | None,
-                         gtt: int | None) -> tuple[bool | None, str | None]:
+def _integrated_evidence(
+    gfx: str, drm: Path | None, vram: int | None, gtt: int | None
+) -> tuple[bool | None, str | None]:
     arch = archdb.lookup(gfx)
     if arch is not None and arch.integrated_only:
         return True, f"{gfx} exists only as an integrated GPU"

@@ -14,10 +14,14 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-RUNTIME_VARIABLES = frozenset({
-    "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES",
-    "HSA_OVERRIDE_GFX_VERSION",
-})
+RUNTIME_VARIABLES = frozenset(
+    {
+        "ROCR_VISIBLE_DEVICES",
+        "HIP_VISIBLE_DEVICES",
+        "CUDA_VISIBLE_DEVICES",
+        "HSA_OVERRIDE_GFX_VERSION",
+    }
+)
 OVERRIDE = "HSA_OVERRIDE_GFX_VERSION"
 
 

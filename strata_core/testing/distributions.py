@@ -13,8 +13,9 @@ from pathlib import Path
 from ..manager import ENTRY_POINT_GROUP
 
 
-def write_distribution(site: Path, name: str, version: str, entry_points: Mapping[str, str],
-                       modules: Mapping[str, str]) -> Path:
+def write_distribution(
+    site: Path, name: str, version: str, entry_points: Mapping[str, str], modules: Mapping[str, str]
+) -> Path:
     """Write distribution ``name`` into ``site``: ``entry_points`` maps plugin names to
     ``module:attribute`` in the group strata.arch; ``modules`` maps file names to source."""
     site.mkdir(parents=True, exist_ok=True)

@@ -15,17 +15,45 @@ GIB = 1 << 30
 MIB = 1 << 20
 
 _COMMON_FIELDS = (
-    "cpu_cores_count", "simd_count", "mem_banks_count", "caches_count", "io_links_count",
-    "p2p_links_count", "cpu_core_id_base", "simd_id_base", "max_waves_per_simd",
-    "lds_size_in_kb", "gds_size_in_kb", "num_gws", "wave_front_size", "array_count",
-    "simd_arrays_per_engine", "cu_per_simd_array", "simd_per_cu", "max_slots_scratch_cu",
-    "gfx_target_version", "vendor_id", "device_id", "location_id", "domain",
-    "drm_render_minor", "hive_id", "num_sdma_engines", "num_sdma_xgmi_engines",
-    "num_sdma_queues_per_engine", "num_cp_queues",
+    "cpu_cores_count",
+    "simd_count",
+    "mem_banks_count",
+    "caches_count",
+    "io_links_count",
+    "p2p_links_count",
+    "cpu_core_id_base",
+    "simd_id_base",
+    "max_waves_per_simd",
+    "lds_size_in_kb",
+    "gds_size_in_kb",
+    "num_gws",
+    "wave_front_size",
+    "array_count",
+    "simd_arrays_per_engine",
+    "cu_per_simd_array",
+    "simd_per_cu",
+    "max_slots_scratch_cu",
+    "gfx_target_version",
+    "vendor_id",
+    "device_id",
+    "location_id",
+    "domain",
+    "drm_render_minor",
+    "hive_id",
+    "num_sdma_engines",
+    "num_sdma_xgmi_engines",
+    "num_sdma_queues_per_engine",
+    "num_cp_queues",
 )
 _GPU_ONLY_FIELDS = (
-    "max_engine_clk_fcompute", "local_mem_size", "fw_version", "capability", "debug_prop",
-    "sdma_fw_version", "unique_id", "num_xcc",
+    "max_engine_clk_fcompute",
+    "local_mem_size",
+    "fw_version",
+    "capability",
+    "debug_prop",
+    "sdma_fw_version",
+    "unique_id",
+    "num_xcc",
 )
 
 
@@ -57,41 +85,82 @@ class FakeGPU:
         return f"{self.domain:04x}:{bus:02x}:{device:02x}.{function:x}"
 
 
-RX_7900_XTX = FakeGPU(110000, 0x744C, (0x86, 0, 0), 24 * GIB, 31 * GIB,
-                      unique_id=11673270660693242239)
-R9700 = FakeGPU(120001, 0x7551, (0x03, 0, 0), 32 * GIB, 23 * GIB, simd_count=128,
-                unique_id=0x1C2E4D6A8B9F0123)
-RX_9070_XT = FakeGPU(120001, 0x7550, (0x0C, 0, 0), 16 * GIB, 23 * GIB, simd_count=128,
-                     unique_id=0x2D3F5E7B9CA01234)
-RADEON_780M = FakeGPU(110003, 0x15BF, (0xC6, 0, 0), 512 * MIB, 16 * GIB, simd_count=24,
-                      board_info=False)
-STRIX_HALO = FakeGPU(110501, 0x1586, (0xC5, 0, 0), 64 * GIB, 32 * GIB, simd_count=80,
-                     board_info=False)
-MI50 = FakeGPU(90006, 0x66A1, (0x43, 0, 0), 16 * GIB, 32 * GIB, wave_front_size=64,
-               simd_count=240, unique_id=0x4A1B2C3D4E5F6071, board_info=False)
+RX_7900_XTX = FakeGPU(
+    110000, 0x744C, (0x86, 0, 0), 24 * GIB, 31 * GIB, unique_id=11673270660693242239
+)
+R9700 = FakeGPU(
+    120001, 0x7551, (0x03, 0, 0), 32 * GIB, 23 * GIB, simd_count=128, unique_id=0x1C2E4D6A8B9F0123
+)
+RX_9070_XT = FakeGPU(
+    120001, 0x7550, (0x0C, 0, 0), 16 * GIB, 23 * GIB, simd_count=128, unique_id=0x2D3F5E7B9CA01234
+)
+RADEON_780M = FakeGPU(
+    110003, 0x15BF, (0xC6, 0, 0), 512 * MIB, 16 * GIB, simd_count=24, board_info=False
+)
+STRIX_HALO = FakeGPU(
+    110501, 0x1586, (0xC5, 0, 0), 64 * GIB, 32 * GIB, simd_count=80, board_info=False
+)
+MI50 = FakeGPU(
+    90006,
+    0x66A1,
+    (0x43, 0, 0),
+    16 * GIB,
+    32 * GIB,
+    wave_front_size=64,
+    simd_count=240,
+    unique_id=0x4A1B2C3D4E5F6071,
+    board_info=False,
+)
 
 
 def cpu_properties(cores: int = 16) -> str:
-    values = dict.fromkeys(_COMMON_FIELDS, 0) | {"cpu_cores_count": cores, "mem_banks_count": 1,
-                                                 "io_links_count": 1}
+    values = dict.fromkeys(_COMMON_FIELDS, 0) | {
+        "cpu_cores_count": cores,
+        "mem_banks_count": 1,
+        "io_links_count": 1,
+    }
     return "".join(f"{k} {v}\n" for k, v in values.items()) + "max_engine_clk_ccompute 5100\n"
 
 
 def gpu_properties(gpu: FakeGPU, render_minor: int) -> str:
     values = {
-        "cpu_cores_count": 0, "simd_count": gpu.simd_count, "mem_banks_count": 1,
-        "caches_count": 206, "io_links_count": 1, "p2p_links_count": 0, "cpu_core_id_base": 0,
-        "simd_id_base": 2147488032, "max_waves_per_simd": 16, "lds_size_in_kb": 64,
-        "gds_size_in_kb": 0, "num_gws": 64, "wave_front_size": gpu.wave_front_size,
-        "array_count": 12, "simd_arrays_per_engine": 2, "cu_per_simd_array": 8,
-        "simd_per_cu": 2, "max_slots_scratch_cu": 32,
-        "gfx_target_version": gpu.gfx_target_version, "vendor_id": 4098,
-        "device_id": gpu.device_id, "location_id": gpu.location_id, "domain": gpu.domain,
-        "drm_render_minor": render_minor, "hive_id": 0, "num_sdma_engines": 2,
-        "num_sdma_xgmi_engines": 0, "num_sdma_queues_per_engine": 6, "num_cp_queues": 8,
-        "max_engine_clk_fcompute": 2482, "local_mem_size": 0, "fw_version": 2140,
-        "capability": 671588992, "debug_prop": 1495, "sdma_fw_version": 20,
-        "unique_id": gpu.unique_id, "num_xcc": 1,
+        "cpu_cores_count": 0,
+        "simd_count": gpu.simd_count,
+        "mem_banks_count": 1,
+        "caches_count": 206,
+        "io_links_count": 1,
+        "p2p_links_count": 0,
+        "cpu_core_id_base": 0,
+        "simd_id_base": 2147488032,
+        "max_waves_per_simd": 16,
+        "lds_size_in_kb": 64,
+        "gds_size_in_kb": 0,
+        "num_gws": 64,
+        "wave_front_size": gpu.wave_front_size,
+        "array_count": 12,
+        "simd_arrays_per_engine": 2,
+        "cu_per_simd_array": 8,
+        "simd_per_cu": 2,
+        "max_slots_scratch_cu": 32,
+        "gfx_target_version": gpu.gfx_target_version,
+        "vendor_id": 4098,
+        "device_id": gpu.device_id,
+        "location_id": gpu.location_id,
+        "domain": gpu.domain,
+        "drm_render_minor": render_minor,
+        "hive_id": 0,
+        "num_sdma_engines": 2,
+        "num_sdma_xgmi_engines": 0,
+        "num_sdma_queues_per_engine": 6,
+        "num_cp_queues": 8,
+        "max_engine_clk_fcompute": 2482,
+        "local_mem_size": 0,
+        "fw_version": 2140,
+        "capability": 671588992,
+        "debug_prop": 1495,
+        "sdma_fw_version": 20,
+        "unique_id": gpu.unique_id,
+        "num_xcc": 1,
     }
     return "".join(f"{k} {v}\n" for k, v in values.items()) + "max_engine_clk_ccompute 2400\n"
 

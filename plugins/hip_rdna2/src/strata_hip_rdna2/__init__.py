@@ -5,8 +5,10 @@ from strata_core.hookspec import hookimpl
 from strata_core.records import Device, RunContext
 from strata_core.switches import Defaults, Rule
 
-F16_TIP = ("tip: STRATA_HIP_PROMPT_F16=1 runs the 16-bit prompt GEMMs FP16 in and out; "
-           "RDNA2 prompts read up to 2x faster with it (not bit-identical; AMD_HIP.md, RDNA2)")
+F16_TIP = (
+    "tip: STRATA_HIP_PROMPT_F16=1 runs the 16-bit prompt GEMMs FP16 in and out; "
+    "RDNA2 prompts read up to 2x faster with it (not bit-identical; AMD_HIP.md, RDNA2)"
+)
 
 
 class RDNA2(ArchPlugin):
@@ -16,8 +18,11 @@ class RDNA2(ArchPlugin):
     targets = ("gfx1030", "gfx1031")
     wave_size = 32
     rules = (
-        Rule("STRATA_MTP_SIDE_STREAM", "1",
-             "on for gfx103x (AMD_HIP.md, Switches for shared-expert and draft streams)"),
+        Rule(
+            "STRATA_MTP_SIDE_STREAM",
+            "1",
+            "on for gfx103x (AMD_HIP.md, Switches for shared-expert and draft streams)",
+        ),
     )
 
     @hookimpl

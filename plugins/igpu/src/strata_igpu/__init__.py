@@ -7,8 +7,13 @@ from strata_core.records import Device, RunContext
 from strata_core.switches import Default, Defaults, Rule
 
 HALO = ("gfx1151",)
-PROMPT_SET = ("STRATA_HIP_WMMA", "STRATA_PF_GEMM", "STRATA_PA_FAST", "STRATA_SELECT_WMMA",
-              "STRATA_HC_UPMIX")
+PROMPT_SET = (
+    "STRATA_HIP_WMMA",
+    "STRATA_PF_GEMM",
+    "STRATA_PA_FAST",
+    "STRATA_SELECT_WMMA",
+    "STRATA_HC_UPMIX",
+)
 #: Where the prompt set is on without being asked for: only the 780M was measured.
 PROMPT_SET_DEFAULT = (("gfx1103", "linux"),)
 
@@ -20,15 +25,34 @@ class IntegratedGPU(ArchPlugin):
     targets = ("gfx1103", "gfx1150", "gfx1151", "gfx1152")
     wave_size = 32
     rules = (
-        Rule("STRATA_HC_Q8", "1", "gfx1151: on (AMD_HIP.md, Strix Halo: 8-bit hyper-connection "
-             "weights)", targets=HALO),
-        Rule("STRATA_SH_STREAM", "0", "the fork stays off on Windows with KV streaming "
-             "(AMD_HIP.md, Switches for shared-expert and draft streams)", targets=HALO,
-             os=("windows",), kv_streaming=True),
-        Rule("STRATA_SH_STREAM", "1", "on in the gfx1151 table (AMD_HIP.md, Switches for "
-             "shared-expert and draft streams)", targets=HALO),
-        Rule("STRATA_HIPBLASLT_TABLE", "on", "packaged engines use the table by default only "
-             "on Strix Halo (AMD_HIP.md, Tuning tables)", targets=HALO),
+        Rule(
+            "STRATA_HC_Q8",
+            "1",
+            "gfx1151: on (AMD_HIP.md, Strix Halo: 8-bit hyper-connection weights)",
+            targets=HALO,
+        ),
+        Rule(
+            "STRATA_SH_STREAM",
+            "0",
+            "the fork stays off on Windows with KV streaming "
+            "(AMD_HIP.md, Switches for shared-expert and draft streams)",
+            targets=HALO,
+            os=("windows",),
+            kv_streaming=True,
+        ),
+        Rule(
+            "STRATA_SH_STREAM",
+            "1",
+            "on in the gfx1151 table (AMD_HIP.md, Switches for shared-expert and draft streams)",
+            targets=HALO,
+        ),
+        Rule(
+            "STRATA_HIPBLASLT_TABLE",
+            "on",
+            "packaged engines use the table by default only "
+            "on Strix Halo (AMD_HIP.md, Tuning tables)",
+            targets=HALO,
+        ),
     )
 
     @hookimpl
@@ -39,8 +63,10 @@ class IntegratedGPU(ArchPlugin):
             return defaults
         names = [n for n in PROMPT_SET if n not in context.given]
         values = tuple(Default(n, "1", f"iGPU prompt set: {reason}", "igpu-set") for n in names)
-        line = (f"iGPU prompt set: {' '.join(f'{n}=1' for n in names) or 'nothing left to set'}"
-                f" ({device.name}, {device.gfx}, {reason})")
+        line = (
+            f"iGPU prompt set: {' '.join(f'{n}=1' for n in names) or 'nothing left to set'}"
+            f" ({device.name}, {device.gfx}, {reason})"
+        )
         kv_note = ()
         if "STRATA_HIP_WMMA" in names and context.kv not in (None, "int8"):
             kv_note = (f"STRATA_HIP_WMMA of the iGPU prompt set needs --kv int8, not {context.kv}",)
