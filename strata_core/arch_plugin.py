@@ -4,6 +4,8 @@ declarations and default rules from tables."""
 from __future__ import annotations
 
 import fnmatch
+import sys
+from pathlib import Path
 from typing import ClassVar
 
 from .hookspec import hookimpl
@@ -44,6 +46,10 @@ class ArchPlugin:
             if fnmatch.fnmatchcase(device.gfx, pattern):
                 return Claim(PATTERN_MATCH, f"carries code for {pattern}")
         return Claim.refuse(f"carries code for {', '.join(self.targets)}, not {device.gfx}")
+
+    @hookimpl
+    def strata_tuning_dirs(self, device: Device) -> tuple[Path, ...]:
+        return (Path(sys.modules[type(self).__module__].__file__).parent / "tuning",)
 
     @hookimpl
     def strata_declare_switches(self) -> tuple[Switch, ...]:

@@ -84,12 +84,38 @@ def _parser() -> argparse.ArgumentParser:
         help="PLE table size (default: the size of the config's --ple-gguf)",
     )
     plan.add_argument(
+        "--hipblaslt",
+        metavar="VERSION",
+        help="hipBLASLt version to plan for (1.4.1 or 100401; default: probed)",
+    )
+    plan.add_argument(
+        "--rocblas",
+        metavar="VERSION",
+        help="rocBLAS version to plan for (5.6.0.8d1ae90e; default: probed)",
+    )
+    plan.add_argument(
         "--config",
         metavar="FILE",
         type=Path,
         help="run config (default: $STRATA_CONFIG, else ./strata.toml if present)",
     )
     _detection_options(plan)
+
+    tune = commands.add_parser("tune", help="calibrate the host backend and write a table")
+    tune.add_argument("--output", metavar="FILE", type=Path,
+                      help="table to write (default: $STRATA_TUNING_DIR or "
+                           "~/.local/share/strata/tuning, named for this CPU and BLAS)")
+    tune.add_argument("--tokens", metavar="LIST", help="token buckets (default 256,512,1024,2048)")
+    tune.add_argument("--case", action="append", metavar="T,op,N,K,dtype",
+                      help="measure this case only (repeatable)")
+    tune.add_argument("--repeats", type=int, default=7, help="alternating rounds per case")
+    tune.add_argument("--min-gain", type=float, default=1.05,
+                      help="how much faster than the default a winner must be")
+
+    table = commands.add_parser("table", help="tuning tables")
+    table_commands = table.add_subparsers(dest="table_command", required=True, metavar="ACTION")
+    check = table_commands.add_parser("check", help="validate tables; exit 1 if any is refused")
+    check.add_argument("files", nargs="+", type=Path, metavar="FILE")
     return parser
 
 
@@ -115,6 +141,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "plugins":
             return _plugins(args, env)
+        if args.command == "tune":
+            from .tune_command import run_tune
+
+            return run_tune(args, env)
+        if args.command == "table":
+            from .tune_command import run_table_check
+
+            return run_table_check(args)
         if args.command == "plan":
             from .plan_command import run_plan
 

@@ -1,12 +1,10 @@
-"""The run config: ``strata.toml`` (read with tomllib, written atomically with tomli-w) or the
+"""The run config: ``strata.toml`` (read with tomllib, written with tomli-w) or the
 engine's server JSON config. Errors name the file, the line and the key."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -191,18 +189,3 @@ def dumps(config: RunConfig) -> str:
     raw = _converter(True).unstructure(config)
     raw["tuning"] = {k: v for k, v in raw["tuning"].items() if v not in (None, [])}
     return tomli_w.dumps({k: v for k, v in raw.items() if v not in (None, {}, [])})
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that a reader sees the old file or the new one, never half."""
-    path = path.resolve()
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise

@@ -9,6 +9,8 @@ others still answer (``STRATA_STRICT_PLUGINS=1`` re-raises instead).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pluggy
 
 from .records import Claim, Detection, DetectionContext, Device, RunContext
@@ -93,4 +95,17 @@ def strata_switch_defaults(device: Device, context: RunContext) -> Defaults | No
     - ``Defaults.log`` holds the start lines the engine prints for these defaults,
       ``Defaults.warnings`` what the user should know before starting;
     - be a pure function of the arguments: no environment, no files.
+    """
+
+
+@hookspec
+def strata_tuning_dirs(device: Device) -> tuple[Path, ...] | None:
+    """The folders of tuning tables this plugin ships for ``device``, searched after the
+    engine's own ``tuning/`` folder and ``$STRATA_TUNING_DIR``.
+
+    Contract:
+    - a folder may be missing or empty: a plugin ships only tables calibrated on its cards;
+    - tables are named ``<arch>-hipblaslt-<version>.txt`` or ``<arch>-rocblas-<version>.txt``
+      and are read with strata_core.tuning.tables; one with any error is refused whole;
+    - called only for the plugin that runs the device.
     """

@@ -14,6 +14,8 @@ from .manager import PluginManager
 from .records import Device, RunContext
 from .resolve import Resolved, parse_engine_args, resolve
 from .switches import Default, Defaults, Switch
+from .tuning.lookup import TuningDecision, decide_hipblaslt, decide_rocblas
+from .tuning.versions import LibraryVersion
 
 CORE = "core"
 
@@ -29,6 +31,7 @@ class Plan:
     log: tuple[str, ...]
     warnings: tuple[str, ...]
     extra_env: Mapping[str, str] = attrs.field(factory=dict)
+    tuning: Mapping[str, TuningDecision] = attrs.field(factory=dict)
 
     def engine_env(self) -> dict[str, str]:
         """The environment the engine gets on top of the user's: every value strata decided
@@ -172,3 +175,22 @@ def support_notes(device: Device) -> list[str]:
     if arch.status is SupportStatus.BUILDS_BY_HAND:
         return [f"{device.name} ({device.gfx}) builds by hand only: {arch.note}"]
     return []
+
+
+def with_tuning(plan: Plan, manager: PluginManager, versions: Mapping[str, LibraryVersion],
+                dirs: list) -> Plan:
+    """The plan with its hipBLASLt and rocBLAS table decisions, their start lines and
+    warnings. ``dirs`` are the folders searched before the plugin's own."""
+    plugin_dirs = [d for _, found in manager.call_each("strata_tuning_dirs", expected=tuple,
+                                                       only=(plan.plugin,), device=plan.device)
+                   for d in found]
+    folders = [*dirs, *plugin_dirs]
+    decisions = {
+        "hipblaslt": decide_hipblaslt(plan.device.gfx, plan.switches, versions["hipblaslt"],
+                                      folders),
+        "rocblas": decide_rocblas(plan.device.gfx, plan.switches, versions["rocblas"], folders),
+    }
+    return attrs.evolve(
+        plan, tuning=decisions,
+        log=plan.log + tuple(line for d in decisions.values() for line in d.log),
+        warnings=plan.warnings + tuple(w for d in decisions.values() for w in d.warnings))

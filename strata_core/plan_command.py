@@ -15,12 +15,15 @@ from .claims import Assignment, assign
 from .cli import detect, device_choice, warn
 from .context import ram_bytes, this_os
 from .errors import StrataError
+from .files import write_atomic
 from .manager import PluginManager
-from .plan import Plan, build_plan, declarations, support_notes
+from .plan import Plan, build_plan, declarations, support_notes, with_tuning
 from .records import Device, RunContext
 from .report import device_dict, explain_text, plan_dict, plan_text
 from .resolve import parse_engine_args
 from .selection import Selection
+from .tuning import versions
+from .tuning.lookup import search_dirs
 
 GIB = 1 << 30
 
@@ -62,16 +65,23 @@ def run_plan(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         ram_bytes=ram_bytes(),
         ple_table_bytes=_ple_table_bytes(args, config),
     )
+    config_env = dict(config.env)
+    if config.tuning.hipblaslt_table is not None:
+        config_env.setdefault(
+            "STRATA_HIPBLASLT_TABLE", "on" if config.tuning.hipblaslt_table else "off"
+        )
     plan = build_plan(
         manager,
         main.device,
         main.plugin,
         context,
         env,
-        config.env,
+        config_env,
         config.args,
         str(path) if path else "the run config",
     )
+    dirs = search_dirs(config.exe, env, ()) + [Path(d) for d in config.tuning.dirs]
+    plan = with_tuning(plan, manager, library_versions(args, env), dirs)
     row = device_dict(main, selection)
     warnings += plan.warnings
     if args.json:
@@ -91,12 +101,29 @@ def run_plan(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     elif args.toml:
         text = run_config.dumps(reproducing_config(plan, config, selection, args.device is None))
         if args.output:
-            run_config.write_atomic(args.output, text)
+            write_atomic(args.output, text)
         else:
             print(text, end="")
     else:
         print(plan_text(plan, row))
     return 0
+
+
+def library_versions(args: argparse.Namespace, env: Mapping[str, str]) -> dict:
+    """hipBLASLt and rocBLAS versions: given on the command line, else probed, except for a
+    card that is not in this PC."""
+    given = {
+        "hipblaslt": versions.hipblaslt_number(args.hipblaslt) if args.hipblaslt else None,
+        "rocblas": versions.rocblas_version(args.rocblas) if args.rocblas else None,
+    }
+    if all(given.values()):
+        return {k: versions.LibraryVersion(v, "given") for k, v in given.items()}
+    if args.device:
+        unknown = versions.LibraryVersion(None, "not probed: the card is not in this PC")
+        probed = dict.fromkeys(given, unknown)
+    else:
+        probed = versions.probe(env, float(env.get("STRATA_HIP_PROBE_TIMEOUT", "15")))
+    return {k: versions.LibraryVersion(v, "given") if v else probed[k] for k, v in given.items()}
 
 
 def named_device(gfx: str, integrated: bool) -> Device:

@@ -120,6 +120,7 @@ def plan_dict(plan, device_row: dict, selected: Sequence[int]) -> dict:
         "switches": {n: _resolved_dict(r) for n, r in plan.switches.items()},
         "args": {n.lstrip("-").replace("-", "_"): _resolved_dict(r) for n, r in plan.args.items()},
         "env": dict(plan.extra_env),
+        "tuning": {name: d.as_dict() for name, d in plan.tuning.items()},
         "log": list(plan.log),
         "warnings": list(plan.warnings),
     }

@@ -132,25 +132,3 @@ def test_malformed_configs_name_the_file_the_line_and_the_key(tmp_path, name, te
 def test_unreadable_config(tmp_path):
     with pytest.raises(StrataError, match=r"missing.toml: cannot read the run config"):
         config.load(tmp_path / "missing.toml")
-
-
-def test_write_atomic_replaces_whole_and_leaves_nothing_behind(tmp_path):
-    target = tmp_path / "strata.toml"
-    target.write_text("old = 1\n")
-    config.write_atomic(target, "new = 2\n")
-    assert target.read_text() == "new = 2\n"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["strata.toml"]
-
-
-def test_write_atomic_failure_keeps_the_old_file(tmp_path, monkeypatch):
-    target = tmp_path / "strata.toml"
-    target.write_text("old = 1\n")
-
-    def broken_replace(src, dst):
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(config.os, "replace", broken_replace)
-    with pytest.raises(OSError):
-        config.write_atomic(target, "new = 2\n")
-    assert target.read_text() == "old = 1\n"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["strata.toml"]

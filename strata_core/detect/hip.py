@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-
 from .. import answer_cache
+from ..child import child_environment, run_json_module
 from ..hookspec import hookimpl
 from ..records import Detection, DetectionContext, DeviceReport
-from .visibility import RUNTIME_VARIABLES
+from .visibility import is_runtime_variable
+
+
+
+def _owned(name: str) -> bool:
+    return is_runtime_variable(name) or name in ("STRATA_HIP_LIBRARY", "ROCM_PATH")
 
 strata_api_version = 1
 
@@ -24,50 +25,16 @@ def strata_detect_devices(context: DetectionContext) -> Detection | None:
 
 def run_probe(context: DetectionContext) -> Detection:
     answer_cache.read("/etc/ld.so.cache")
-    for library in (
-        context.env.get("STRATA_HIP_LIBRARY"),
-        context.env.get("ROCM_PATH"),
-        "/opt/rocm",
-    ):
+    for library in (context.env.get("STRATA_HIP_LIBRARY"), context.env.get("ROCM_PATH"),
+                    "/opt/rocm"):
         if library:
             answer_cache.stated(library)
-    env = {k: v for k, v in os.environ.items() if k not in RUNTIME_VARIABLES}
-    env.update(
-        {
-            k: v
-            for k, v in context.env.items()
-            if k in RUNTIME_VARIABLES or k in ("STRATA_HIP_LIBRARY", "ROCM_PATH")
-        }
-    )
-    try:
-        child = subprocess.run(
-            [sys.executable, "-m", "strata_core.detect.hip_probe"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=context.hip_timeout_s,
-        )
-    except subprocess.TimeoutExpired:
-        answer_cache.refuse("the HIP probe timed out")
-        return Detection(
-            problems=(
-                f"HIP runtime probe gave no answer within {context.hip_timeout_s:g} s; "
-                "using KFD facts only (STRATA_HIP_PROBE_TIMEOUT sets the limit)",
-            )
-        )
-    if child.returncode != 0:
-        answer_cache.refuse("the HIP probe failed")
-        last = (child.stderr.strip().splitlines() or ["no message"])[-1]
-        return Detection(
-            problems=(
-                f"HIP runtime probe failed (exit status {child.returncode}: {last}); "
-                "using KFD facts only",
-            )
-        )
-    try:
-        answer = json.loads(child.stdout)
-    except json.JSONDecodeError:
-        return Detection(problems=("HIP runtime probe printed no JSON; using KFD facts only",))
+    env = child_environment(context.env, _owned)
+    answer, problem = run_json_module("strata_core.detect.hip_probe", env,
+                                      context.hip_timeout_s, "HIP runtime probe")
+    if problem is not None:
+        hint = " (STRATA_HIP_PROBE_TIMEOUT sets the limit)" if "no answer" in problem else ""
+        return Detection(problems=(f"{problem}; using KFD facts only{hint}",))
     return interpret(answer)
 
 

@@ -1,0 +1,1 @@
+"""The built-in host (CPU) backend."""

@@ -1,0 +1,49 @@
+"""The host backend's tunable operation for calibration: the prompt GEMM."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..tuning.calibrate import Case, Runner
+from ..tuning.tables import HOST
+from .gemm import SOLUTIONS, PromptGemm
+from .platform import blas_version, isa_level
+
+#: Prompt GEMM shapes (op, N, K) of the default workload, and its token buckets.
+DEFAULT_SHAPES = (("qkv", 4096, 2048), ("o", 2048, 2048), ("gate_up", 8192, 2048),
+                  ("down", 2048, 4096))
+DEFAULT_TOKENS = (256, 512, 1024, 2048)
+
+
+def cases_for(tokens: Sequence[int], shapes=DEFAULT_SHAPES, dtype: str = "f32") -> list[tuple]:
+    """(T, op, N, K, dtype) for every shape at every token count: the case order of a table."""
+    return [(t, op, n, k, dtype) for op, n, k in shapes for t in tokens]
+
+
+class HostGemmTunable:
+    kind = HOST
+
+    def __init__(self, cases: Sequence[tuple], seed: int = 0) -> None:
+        self.arch = isa_level()
+        self.version = blas_version()
+        self._cases = list(cases)
+        self._seed = seed
+
+    def cases(self) -> list[Case]:
+        return [Case((t, n, k, dtype, op), 2.0 * t * n * k, f"T={t} {op} {n}x{k} {dtype}")
+                for t, op, n, k, dtype in self._cases]
+
+    def candidates(self, case: Case) -> list[str]:
+        return list(SOLUTIONS)
+
+    def prepare(self, case: Case) -> Runner:
+        t, n, k, dtype, _ = case.key
+        rng = np.random.default_rng(self._seed)
+        x = rng.standard_normal((t, k), dtype=np.float32)
+        w = rng.standard_normal((k, n), dtype=np.float32)
+        if dtype == "f16":
+            x, w = x.astype(np.float16), w.astype(np.float16)
+        gemm = PromptGemm(w)
+        return lambda solution: gemm(x, solution)

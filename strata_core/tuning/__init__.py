@@ -1,0 +1,1 @@
+"""Tuning tables: formats, lookup, run-time dispatch with refusal counting, calibration."""

@@ -1,0 +1,73 @@
+"""Run-time use of a tuning table: the tuned solution for a shape, the default where the table
+has none, and refusals counted (AMD_HIP.md "rocBLAS table"): a solution refused at run time
+falls back to the default for that call, and after three refusals for good.
+
+With ``verbose`` (STRATA_HIPBLASLT_VERBOSE=1 / STRATA_ROCBLAS_VERBOSE=1) the choice for each
+shape is printed once and :meth:`TunedDispatch.summary` gives the
+``tuned_launches=... fallbacks=...`` line printed at exit.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from collections.abc import Callable
+from typing import TextIO, TypeVar
+
+from .tables import DEFAULT, Table
+
+R = TypeVar("R")
+REFUSALS_BEFORE_DISABLING = 3
+
+
+class SolutionRefused(Exception):
+    """Raised by a launcher when the library refuses a tuned solution for a call."""
+
+
+class TunedDispatch:
+    def __init__(self, table: Table | None, label: str, verbose: bool = False,
+                 out: TextIO = sys.stderr) -> None:
+        self.solutions = table.solutions() if table is not None else {}
+        self.label = label
+        self.verbose = verbose
+        self.out = out
+        self.refusals: Counter[tuple] = Counter()
+        self.disabled: set[tuple] = set()
+        self.announced: set[tuple] = set()
+        self.tuned_launches = 0
+        self.default_launches = 0
+        self.fallbacks = 0
+
+    def choice(self, key: tuple) -> str:
+        if key in self.disabled:
+            return DEFAULT
+        return self.solutions.get(key, DEFAULT)
+
+    def launch(self, key: tuple, run: Callable[[str], R]) -> R:
+        """Run ``run(solution)`` with the shape's solution; on a refusal, the default."""
+        solution = self.choice(key)
+        if self.verbose and key not in self.announced:
+            self.announced.add(key)
+            print(f"{self.label}: {' '.join(map(str, key))} -> {solution}", file=self.out)
+        if solution == DEFAULT:
+            self.default_launches += 1
+            return run(DEFAULT)
+        try:
+            result = run(solution)
+        except SolutionRefused as refusal:
+            self.fallbacks += 1
+            self.refusals[key] += 1
+            if self.refusals[key] >= REFUSALS_BEFORE_DISABLING:
+                self.disabled.add(key)
+                print(f"{self.label}: solution {solution} for {' '.join(map(str, key))} refused "
+                      f"{self.refusals[key]} times ({refusal}); the default runs from now on",
+                      file=self.out)
+            self.default_launches += 1
+            return run(DEFAULT)
+        self.tuned_launches += 1
+        return result
+
+    def summary(self) -> str:
+        return (f"{self.label}: tuned_launches={self.tuned_launches} "
+                f"fallbacks={self.fallbacks} default_launches={self.default_launches} "
+                f"disabled={len(self.disabled)}")

@@ -1,0 +1,167 @@
+"""Which tuning table a run takes, and why (AMD_HIP.md "Tuning tables", "rocBLAS table").
+
+hipBLASLt: ``STRATA_HIPBLASLT_TUNING=<file>`` is always kept (with a warning when its header
+names another architecture or version). Otherwise, with STRATA_HIPBLASLT_TABLE on (the
+default only on gfx1151), the first valid ``<arch>-hipblaslt-<version>.txt`` in the search
+folders: ``tuning/`` beside the engine, ``$STRATA_TUNING_DIR``, the plugin's own tables.
+
+rocBLAS: ``STRATA_ROCBLAS_TUNING=<file or folder>``; otherwise on gfx103x the first valid
+``<arch>-rocblas-<version>.txt`` in the same folders.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import attrs
+
+from .. import answer_cache
+from ..resolve import Resolved
+from .tables import HIPBLASLT, HOST, ROCBLAS, Kind, Table, TableError, read
+from .versions import LibraryVersion
+
+
+@attrs.frozen
+class TuningDecision:
+    table: str | None
+    used: bool
+    reason: str
+    rows: int | None = None
+    log: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    loaded: Table | None = attrs.field(default=None, eq=False, repr=False)
+
+    def as_dict(self) -> dict:
+        return {"table": self.table, "used": self.used, "reason": self.reason,
+                "rows": self.rows}
+
+
+def data_dir(env: Mapping[str, str]) -> Path:
+    """Where calibration writes tables by default: $XDG_DATA_HOME/strata/tuning."""
+    base = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local/share")
+    return Path(base) / "strata" / "tuning"
+
+
+def search_dirs(exe: str | None, env: Mapping[str, str],
+                plugin_dirs: Sequence[Path]) -> list[Path]:
+    """``tuning/`` beside the engine binary, then $STRATA_TUNING_DIR, then the plugin's."""
+    dirs = []
+    if exe:
+        dirs.append(Path(exe).resolve().parent / "tuning")
+    dirs += [Path(p) for p in env.get("STRATA_TUNING_DIR", "").split(os.pathsep) if p]
+    return dirs + list(plugin_dirs)
+
+
+def _enabled(kind: Kind, table: Table, gfx: str, version: str | None) -> tuple[str, ...]:
+    rows = len(table.rows)
+    if kind is HIPBLASLT:
+        return (f"hipBLASLt tuning table: {table.path} ({rows} rows, {table.arch}, "
+                f"version {table.version})",
+                f"prefill gemm: hipBLASLt tuning enabled ({rows} rows, {table.arch}, "
+                f"version {table.version})")
+    return (f"{kind.library} tuning enabled ({rows} rows, {table.arch}, "
+            f"version {table.version})",)
+
+
+def _not_used(kind: Kind, reason: str) -> str:
+    if kind is HIPBLASLT:
+        return f"hipBLASLt tuning table: none ({reason})"
+    return f"{kind.library} tuning disabled ({reason})"
+
+
+def _load(path: Path) -> tuple[Table | None, list[str]]:
+    answer_cache.read(path)
+    try:
+        return read(path), []
+    except TableError as error:
+        return None, list(error.problems)
+
+
+def _forced(kind: Kind, variable: str, path: Path, gfx: str,
+            version: LibraryVersion) -> TuningDecision:
+    table, problems = _load(path)
+    if table is None:
+        reason = f"{variable}={path} is refused: {problems[0]}"
+        more = [f"{variable}: {p}" for p in problems]
+        return TuningDecision(str(path), False, reason, log=(_not_used(kind, reason),),
+                              warnings=tuple(more))
+    warnings = []
+    if table.kind is not kind:
+        warnings.append(f"{variable}={path} is a {table.kind.library} table, not a "
+                        f"{kind.library} one; kept as set")
+    elif table.arch != gfx or (version.version and table.version != version.version):
+        runtime = version.version or "an unknown version"
+        warnings.append(f"{variable}={path} names {table.arch} version {table.version}; this "
+                        f"card is {gfx} with {kind.library} {runtime}; kept as set")
+    return TuningDecision(str(path), True, f"{variable} is set (always kept)", len(table.rows),
+                          _enabled(kind, table, gfx, version.version), tuple(warnings), table)
+
+
+def find_table(kind: Kind, arch: str, version: LibraryVersion,
+               dirs: Sequence[Path]) -> TuningDecision:
+    """The first valid table for this architecture and version in ``dirs``."""
+    if version.version is None:
+        reason = (f"{kind.library} version unknown ({version.how}); "
+                  f"--{kind.name} gives it for planning")
+        return TuningDecision(None, False, reason, log=(_not_used(kind, reason),))
+    name = kind.file_name(arch, version.version)
+    warnings: list[str] = []
+    for folder in dirs:
+        answer_cache.listed(folder)
+        path = folder / name
+        if not path.is_file():
+            continue
+        table, problems = _load(path)
+        if table is None:
+            warnings += [f"{kind.library} table refused: {p}" for p in problems]
+            continue
+        if (table.kind, table.arch, table.version) != (kind, arch, version.version):
+            warnings.append(f"{path}: its header names {table.kind.magic} {table.arch} "
+                            f"{table.version}, not what its name says; refused")
+            continue
+        return TuningDecision(str(path), True, f"{name} matches {arch} and {kind.library} "
+                              f"{version.version}", len(table.rows),
+                              _enabled(kind, table, arch, version.version), tuple(warnings),
+                              table)
+    others = sorted({p.name for folder in dirs if folder.is_dir()
+                     for p in folder.glob(f"{arch}-{kind.name}-*.txt")} - {name})
+    where = ", ".join(str(d) for d in dirs) or "no folder"
+    reason = f"no {name} in {where}"
+    if others:
+        reason += f" (there: {', '.join(others)})"
+    return TuningDecision(None, False, reason, log=(_not_used(kind, reason),),
+                          warnings=tuple(warnings))
+
+
+def decide_hipblaslt(gfx: str, switches: Mapping[str, Resolved], version: LibraryVersion,
+                     dirs: Sequence[Path]) -> TuningDecision:
+    forced = switches["STRATA_HIPBLASLT_TUNING"].value
+    if forced:
+        return _forced(HIPBLASLT, "STRATA_HIPBLASLT_TUNING", Path(forced), gfx, version)
+    table_switch = switches["STRATA_HIPBLASLT_TABLE"]
+    if table_switch.value != "on":
+        if table_switch.value == "off":
+            reason = f"STRATA_HIPBLASLT_TABLE=off ({table_switch.source})"
+        else:
+            reason = (f"off by default on {gfx}: a table changes rounding, so packaged engines "
+                      "take it by default only on gfx1151; STRATA_HIPBLASLT_TABLE=on takes it")
+        return TuningDecision(None, False, reason, log=(_not_used(HIPBLASLT, reason),))
+    return find_table(HIPBLASLT, gfx, version, dirs)
+
+
+def decide_rocblas(gfx: str, switches: Mapping[str, Resolved], version: LibraryVersion,
+                   dirs: Sequence[Path]) -> TuningDecision:
+    forced = switches["STRATA_ROCBLAS_TUNING"].value
+    if forced:
+        if Path(forced).is_dir():
+            return find_table(ROCBLAS, gfx, version, [Path(forced)])
+        return _forced(ROCBLAS, "STRATA_ROCBLAS_TUNING", Path(forced), gfx, version)
+    if not gfx.startswith("gfx103"):
+        return TuningDecision(None, False, f"rocBLAS tables serve gfx103x; {gfx} uses hipBLASLt")
+    return find_table(ROCBLAS, gfx, version, dirs)
+
+
+def decide_host(isa: str, version: str, dirs: Sequence[Path]) -> TuningDecision:
+    return find_table(HOST, isa, LibraryVersion(version, "this process"), dirs)
