@@ -12,12 +12,18 @@ from collections.abc import Callable, Mapping
 from . import answer_cache
 
 
-def run_json_module(module: str, env: Mapping[str, str], timeout_s: float,
-                    what: str) -> tuple[dict | None, str | None]:
+def run_json_module(
+    module: str, env: Mapping[str, str], timeout_s: float, what: str
+) -> tuple[dict | None, str | None]:
     """(answer, None) or (None, one line saying what went wrong)."""
     try:
-        child = subprocess.run([sys.executable, "-m", module], env=dict(env),
-                               capture_output=True, text=True, timeout=timeout_s)
+        child = subprocess.run(
+            [sys.executable, "-m", module],
+            env=dict(env),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
     except subprocess.TimeoutExpired:
         answer_cache.refuse(f"{what} timed out")
         return None, f"{what} gave no answer within {timeout_s:g} s"

@@ -102,15 +102,27 @@ def _parser() -> argparse.ArgumentParser:
     _detection_options(plan)
 
     tune = commands.add_parser("tune", help="calibrate the host backend and write a table")
-    tune.add_argument("--output", metavar="FILE", type=Path,
-                      help="table to write (default: $STRATA_TUNING_DIR or "
-                           "~/.local/share/strata/tuning, named for this CPU and BLAS)")
+    tune.add_argument(
+        "--output",
+        metavar="FILE",
+        type=Path,
+        help="table to write (default: $STRATA_TUNING_DIR or "
+        "~/.local/share/strata/tuning, named for this CPU and BLAS)",
+    )
     tune.add_argument("--tokens", metavar="LIST", help="token buckets (default 256,512,1024,2048)")
-    tune.add_argument("--case", action="append", metavar="T,op,N,K,dtype",
-                      help="measure this case only (repeatable)")
+    tune.add_argument(
+        "--case",
+        action="append",
+        metavar="T,op,N,K,dtype",
+        help="measure this case only (repeatable)",
+    )
     tune.add_argument("--repeats", type=int, default=7, help="alternating rounds per case")
-    tune.add_argument("--min-gain", type=float, default=1.05,
-                      help="how much faster than the default a winner must be")
+    tune.add_argument(
+        "--min-gain",
+        type=float,
+        default=1.05,
+        help="how much faster than the default a winner must be",
+    )
 
     table = commands.add_parser("table", help="tuning tables")
     table_commands = table.add_subparsers(dest="table_command", required=True, metavar="ACTION")

@@ -177,20 +177,28 @@ def support_notes(device: Device) -> list[str]:
     return []
 
 
-def with_tuning(plan: Plan, manager: PluginManager, versions: Mapping[str, LibraryVersion],
-                dirs: list) -> Plan:
+def with_tuning(
+    plan: Plan, manager: PluginManager, versions: Mapping[str, LibraryVersion], dirs: list
+) -> Plan:
     """The plan with its hipBLASLt and rocBLAS table decisions, their start lines and
     warnings. ``dirs`` are the folders searched before the plugin's own."""
-    plugin_dirs = [d for _, found in manager.call_each("strata_tuning_dirs", expected=tuple,
-                                                       only=(plan.plugin,), device=plan.device)
-                   for d in found]
+    plugin_dirs = [
+        d
+        for _, found in manager.call_each(
+            "strata_tuning_dirs", expected=tuple, only=(plan.plugin,), device=plan.device
+        )
+        for d in found
+    ]
     folders = [*dirs, *plugin_dirs]
     decisions = {
-        "hipblaslt": decide_hipblaslt(plan.device.gfx, plan.switches, versions["hipblaslt"],
-                                      folders),
+        "hipblaslt": decide_hipblaslt(
+            plan.device.gfx, plan.switches, versions["hipblaslt"], folders
+        ),
         "rocblas": decide_rocblas(plan.device.gfx, plan.switches, versions["rocblas"], folders),
     }
     return attrs.evolve(
-        plan, tuning=decisions,
+        plan,
+        tuning=decisions,
         log=plan.log + tuple(line for d in decisions.values() for line in d.log),
-        warnings=plan.warnings + tuple(w for d in decisions.values() for w in d.warnings))
+        warnings=plan.warnings + tuple(w for d in decisions.values() for w in d.warnings),
+    )

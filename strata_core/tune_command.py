@@ -16,10 +16,15 @@ from .tuning.tables import TableError, read, render
 def parse_case(text: str) -> tuple:
     """``T,op,N,K,dtype``: the column order of a table's --case (awk's $1,$5,$2,$3,$4)."""
     parts = text.split(",")
-    if len(parts) != 5 or not all(p.isdigit() and int(p) > 0 for p in (parts[0], *parts[2:4])) \
-            or parts[4] not in ("f32", "f16"):
-        raise StrataError(f"--case {text}: expected T,op,N,K,dtype with dtype f32 or f16, "
-                          "such as 512,gate_up,8192,2048,f32")
+    if (
+        len(parts) != 5
+        or not all(p.isdigit() and int(p) > 0 for p in (parts[0], *parts[2:4]))
+        or parts[4] not in ("f32", "f16")
+    ):
+        raise StrataError(
+            f"--case {text}: expected T,op,N,K,dtype with dtype f32 or f16, "
+            "such as 512,gate_up,8192,2048,f32"
+        )
     return int(parts[0]), parts[1], int(parts[2]), int(parts[3]), parts[4]
 
 
@@ -34,21 +39,28 @@ def run_tune(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         try:
             tokens = [int(t) for t in args.tokens.split(",")] if args.tokens else DEFAULT_TOKENS
         except ValueError:
-            raise StrataError(f"--tokens {args.tokens}: expected token counts such as 256,512") \
-                from None
+            raise StrataError(
+                f"--tokens {args.tokens}: expected token counts such as 256,512"
+            ) from None
         cases = cases_for(tokens)
     if args.repeats < 3:
         raise StrataError(f"--repeats {args.repeats}: at least 3, for a median")
     if args.min_gain < 1:
         raise StrataError(f"--min-gain {args.min_gain}: at least 1")
     tunable = HostGemmTunable(cases)
-    print(f"tune: host backend, {tunable.arch}, {tunable.version}: {len(cases)} cases, "
-          f"{args.repeats} rounds each", file=sys.stderr)
+    print(
+        f"tune: host backend, {tunable.arch}, {tunable.version}: {len(cases)} cases, "
+        f"{args.repeats} rounds each",
+        file=sys.stderr,
+    )
     table, _ = calibrate(tunable, args.repeats, args.min_gain, progress=sys.stderr)
     target = args.output
     if target is None:
-        folder = Path(env["STRATA_TUNING_DIR"].split(":")[0]) if env.get(
-            "STRATA_TUNING_DIR") else data_dir(env)
+        folder = (
+            Path(env["STRATA_TUNING_DIR"].split(":")[0])
+            if env.get("STRATA_TUNING_DIR")
+            else data_dir(env)
+        )
         target = folder / table.kind.file_name(table.arch, table.version)
     write_atomic(target, render(table))
     tuned = sum(row.tuned for row in table.rows)
@@ -67,6 +79,8 @@ def run_table_check(args: argparse.Namespace) -> int:
                 print(problem)
             continue
         tuned = sum(row.tuned for row in table.rows)
-        print(f"{path}: ok: {table.kind.library} table for {table.arch}, version "
-              f"{table.version}, {len(table.rows)} rows ({tuned} tuned)")
+        print(
+            f"{path}: ok: {table.kind.library} table for {table.arch}, version "
+            f"{table.version}, {len(table.rows)} rows ({tuned} tuned)"
+        )
     return 1 if failed else 0

@@ -54,7 +54,10 @@ def test_plan_json(pc):
     }
     assert answer["switches"]["STRATA_DENSE_MMQ"]["value"] is None
     assert answer["args"]["pcie_frac"]["value"] == "0.15"
-    assert answer["log"] == []
+    assert answer["log"] == [
+        "hipBLASLt tuning table: none (off by default on gfx1201: a table changes rounding, so "
+        "packaged engines take it by default only on gfx1151; STRATA_HIPBLASLT_TABLE=on takes it)"
+    ]
 
 
 def test_plan_for_a_card_that_is_not_here(env):
@@ -70,7 +73,12 @@ def test_plan_for_a_card_that_is_not_here(env):
 def test_human_output_is_grouped_by_source(pc):
     out = run("--kv", "int8", "--os", "linux", env=pc | {"STRATA_SELECT_WMMA": "1"}).stdout
     titles = [line for line in out.splitlines() if line.endswith(":") and not line[0].isspace()]
-    assert titles == ["set by you:", "architecture defaults:", "engine built-in (unset):"]
+    assert titles == [
+        "set by you:",
+        "architecture defaults:",
+        "engine built-in (unset):",
+        "start lines:",
+    ]
     assert "  STRATA_SELECT_WMMA=1" in out
     assert out.splitlines()[0] == (
         "plan for HIP 1: RX 9070 / RX 9070 XT / Radeon AI PRO R9700 "

@@ -9,9 +9,9 @@ from ..records import Detection, DetectionContext, DeviceReport
 from .visibility import is_runtime_variable
 
 
-
 def _owned(name: str) -> bool:
     return is_runtime_variable(name) or name in ("STRATA_HIP_LIBRARY", "ROCM_PATH")
+
 
 strata_api_version = 1
 
@@ -25,13 +25,17 @@ def strata_detect_devices(context: DetectionContext) -> Detection | None:
 
 def run_probe(context: DetectionContext) -> Detection:
     answer_cache.read("/etc/ld.so.cache")
-    for library in (context.env.get("STRATA_HIP_LIBRARY"), context.env.get("ROCM_PATH"),
-                    "/opt/rocm"):
+    for library in (
+        context.env.get("STRATA_HIP_LIBRARY"),
+        context.env.get("ROCM_PATH"),
+        "/opt/rocm",
+    ):
         if library:
             answer_cache.stated(library)
     env = child_environment(context.env, _owned)
-    answer, problem = run_json_module("strata_core.detect.hip_probe", env,
-                                      context.hip_timeout_s, "HIP runtime probe")
+    answer, problem = run_json_module(
+        "strata_core.detect.hip_probe", env, context.hip_timeout_s, "HIP runtime probe"
+    )
     if problem is not None:
         hint = " (STRATA_HIP_PROBE_TIMEOUT sets the limit)" if "no answer" in problem else ""
         return Detection(problems=(f"{problem}; using KFD facts only{hint}",))

@@ -47,7 +47,7 @@ class PromptGemm:
         if solution == "chunk_t":
             out = np.empty((x.shape[0], self.w.shape[1]), dtype=np.float32)
             for start in range(0, x.shape[0], T_CHUNK):
-                np.matmul(x[start:start + T_CHUNK], self.w, out=out[start:start + T_CHUNK])
+                np.matmul(x[start : start + T_CHUNK], self.w, out=out[start : start + T_CHUNK])
             return out
         if solution == "one_thread":
             with threadpool_limits(limits=1, user_api="blas"):

@@ -18,8 +18,14 @@ def isa_level(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     if machine not in ("x86_64", "AMD64"):
         return machine.lower()
     try:
-        flags = next((set(line.split(":", 1)[1].split()) for line in cpuinfo.read_text().
-                      splitlines() if line.startswith("flags")), set())
+        flags = next(
+            (
+                set(line.split(":", 1)[1].split())
+                for line in cpuinfo.read_text().splitlines()
+                if line.startswith("flags")
+            ),
+            set(),
+        )
     except OSError:
         flags = set()
     level = "x86-64"

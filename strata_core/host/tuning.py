@@ -12,8 +12,12 @@ from .gemm import SOLUTIONS, PromptGemm
 from .platform import blas_version, isa_level
 
 #: Prompt GEMM shapes (op, N, K) of the default workload, and its token buckets.
-DEFAULT_SHAPES = (("qkv", 4096, 2048), ("o", 2048, 2048), ("gate_up", 8192, 2048),
-                  ("down", 2048, 4096))
+DEFAULT_SHAPES = (
+    ("qkv", 4096, 2048),
+    ("o", 2048, 2048),
+    ("gate_up", 8192, 2048),
+    ("down", 2048, 4096),
+)
 DEFAULT_TOKENS = (256, 512, 1024, 2048)
 
 
@@ -32,8 +36,10 @@ class HostGemmTunable:
         self._seed = seed
 
     def cases(self) -> list[Case]:
-        return [Case((t, n, k, dtype, op), 2.0 * t * n * k, f"T={t} {op} {n}x{k} {dtype}")
-                for t, op, n, k, dtype in self._cases]
+        return [
+            Case((t, n, k, dtype, op), 2.0 * t * n * k, f"T={t} {op} {n}x{k} {dtype}")
+            for t, op, n, k, dtype in self._cases
+        ]
 
     def candidates(self, case: Case) -> list[str]:
         return list(SOLUTIONS)

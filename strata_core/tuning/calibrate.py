@@ -59,8 +59,9 @@ def _time(run: Runner, solution: str) -> tuple[float, Any]:
     return (time.perf_counter() - start) * 1e6, result
 
 
-def measure(run: Runner, candidates: Sequence[str], repeats: int,
-            check: Callable[[Any, Any], bool]) -> tuple[dict[str, float], tuple[str, ...]]:
+def measure(
+    run: Runner, candidates: Sequence[str], repeats: int, check: Callable[[Any, Any], bool]
+) -> tuple[dict[str, float], tuple[str, ...]]:
     """Median microseconds per candidate over ``repeats`` alternating rounds, and the
     candidates whose output differs from the default's."""
     reference = run(DEFAULT)
@@ -81,9 +82,13 @@ def close_enough(a: Any, b: Any) -> bool:
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-4, atol=1e-5 * scale))
 
 
-def calibrate(tunable: Tunable, repeats: int = 7, min_gain: float = MIN_GAIN,
-              progress: TextIO | None = None,
-              check: Callable[[Any, Any], bool] = close_enough) -> tuple[Table, list[Outcome]]:
+def calibrate(
+    tunable: Tunable,
+    repeats: int = 7,
+    min_gain: float = MIN_GAIN,
+    progress: TextIO | None = None,
+    check: Callable[[Any, Any], bool] = close_enough,
+) -> tuple[Table, list[Outcome]]:
     cases = list(tunable.cases())
     heavy = max(cases, key=lambda c: c.work)
     warm = tunable.prepare(heavy)
@@ -100,13 +105,25 @@ def calibrate(tunable: Tunable, repeats: int = 7, min_gain: float = MIN_GAIN,
         row = Row(case.key, winner, default_us, best_us if best_us > 0 else default_us, 0)
         outcomes.append(Outcome(case, medians, rejected, row))
         if progress is not None:
-            verdict = (f"{winner} {default_us / best_us:.2f}x" if winner != DEFAULT
-                       else f"default (best {best} {default_us / best_us:.2f}x)")
+            verdict = (
+                f"{winner} {default_us / best_us:.2f}x"
+                if winner != DEFAULT
+                else f"default (best {best} {default_us / best_us:.2f}x)"
+            )
             wrong = f"; wrong output: {', '.join(rejected)}" if rejected else ""
-            print(f"tune: [{number}/{len(cases)}] {case.label}: {verdict}, default "
-                  f"{default_us:.1f} us{wrong}", file=progress, flush=True)
-    meta = {"generator": "strata-core-tune", "stat": "median", "repeats": str(repeats),
-            "verified": "rtol1e-4"}
-    table = Table(tunable.kind, tunable.arch, tunable.version,
-                  tuple(o.row for o in outcomes), min_gain, meta)
+            print(
+                f"tune: [{number}/{len(cases)}] {case.label}: {verdict}, default "
+                f"{default_us:.1f} us{wrong}",
+                file=progress,
+                flush=True,
+            )
+    meta = {
+        "generator": "strata-core-tune",
+        "stat": "median",
+        "repeats": str(repeats),
+        "verified": "rtol1e-4",
+    }
+    table = Table(
+        tunable.kind, tunable.arch, tunable.version, tuple(o.row for o in outcomes), min_gain, meta
+    )
     return table, outcomes

@@ -25,8 +25,9 @@ class SolutionRefused(Exception):
 
 
 class TunedDispatch:
-    def __init__(self, table: Table | None, label: str, verbose: bool = False,
-                 out: TextIO = sys.stderr) -> None:
+    def __init__(
+        self, table: Table | None, label: str, verbose: bool = False, out: TextIO = sys.stderr
+    ) -> None:
         self.solutions = table.solutions() if table is not None else {}
         self.label = label
         self.verbose = verbose
@@ -59,15 +60,19 @@ class TunedDispatch:
             self.refusals[key] += 1
             if self.refusals[key] >= REFUSALS_BEFORE_DISABLING:
                 self.disabled.add(key)
-                print(f"{self.label}: solution {solution} for {' '.join(map(str, key))} refused "
-                      f"{self.refusals[key]} times ({refusal}); the default runs from now on",
-                      file=self.out)
+                print(
+                    f"{self.label}: solution {solution} for {' '.join(map(str, key))} refused "
+                    f"{self.refusals[key]} times ({refusal}); the default runs from now on",
+                    file=self.out,
+                )
             self.default_launches += 1
             return run(DEFAULT)
         self.tuned_launches += 1
         return result
 
     def summary(self) -> str:
-        return (f"{self.label}: tuned_launches={self.tuned_launches} "
-                f"fallbacks={self.fallbacks} default_launches={self.default_launches} "
-                f"disabled={len(self.disabled)}")
+        return (
+            f"{self.label}: tuned_launches={self.tuned_launches} "
+            f"fallbacks={self.fallbacks} default_launches={self.default_launches} "
+            f"disabled={len(self.disabled)}"
+        )

@@ -22,10 +22,22 @@ ROCBLAS_SONAMES = ("librocblas.so.5", "librocblas.so.4", "librocblas.so")
 
 
 def _open(ffi, env: dict[str, str], variable: str, sonames: tuple[str, ...]):
-    names = [env[variable]] if env.get(variable) else [
-        path for soname in sonames for path in (
-            soname, *(os.path.join(root, "lib", soname)
-                      for root in (env.get("ROCM_PATH"), "/opt/rocm") if root))]
+    names = (
+        [env[variable]]
+        if env.get(variable)
+        else [
+            path
+            for soname in sonames
+            for path in (
+                soname,
+                *(
+                    os.path.join(root, "lib", soname)
+                    for root in (env.get("ROCM_PATH"), "/opt/rocm")
+                    if root
+                ),
+            )
+        ]
+    )
     for name in names:
         try:
             return ffi.dlopen(name), name

@@ -34,8 +34,7 @@ class TuningDecision:
     loaded: Table | None = attrs.field(default=None, eq=False, repr=False)
 
     def as_dict(self) -> dict:
-        return {"table": self.table, "used": self.used, "reason": self.reason,
-                "rows": self.rows}
+        return {"table": self.table, "used": self.used, "reason": self.reason, "rows": self.rows}
 
 
 def data_dir(env: Mapping[str, str]) -> Path:
@@ -44,8 +43,7 @@ def data_dir(env: Mapping[str, str]) -> Path:
     return Path(base) / "strata" / "tuning"
 
 
-def search_dirs(exe: str | None, env: Mapping[str, str],
-                plugin_dirs: Sequence[Path]) -> list[Path]:
+def search_dirs(exe: str | None, env: Mapping[str, str], plugin_dirs: Sequence[Path]) -> list[Path]:
     """``tuning/`` beside the engine binary, then $STRATA_TUNING_DIR, then the plugin's."""
     dirs = []
     if exe:
@@ -57,12 +55,13 @@ def search_dirs(exe: str | None, env: Mapping[str, str],
 def _enabled(kind: Kind, table: Table, gfx: str, version: str | None) -> tuple[str, ...]:
     rows = len(table.rows)
     if kind is HIPBLASLT:
-        return (f"hipBLASLt tuning table: {table.path} ({rows} rows, {table.arch}, "
-                f"version {table.version})",
-                f"prefill gemm: hipBLASLt tuning enabled ({rows} rows, {table.arch}, "
-                f"version {table.version})")
-    return (f"{kind.library} tuning enabled ({rows} rows, {table.arch}, "
-            f"version {table.version})",)
+        return (
+            f"hipBLASLt tuning table: {table.path} ({rows} rows, {table.arch}, "
+            f"version {table.version})",
+            f"prefill gemm: hipBLASLt tuning enabled ({rows} rows, {table.arch}, "
+            f"version {table.version})",
+        )
+    return (f"{kind.library} tuning enabled ({rows} rows, {table.arch}, version {table.version})",)
 
 
 def _not_used(kind: Kind, reason: str) -> str:
@@ -79,32 +78,47 @@ def _load(path: Path) -> tuple[Table | None, list[str]]:
         return None, list(error.problems)
 
 
-def _forced(kind: Kind, variable: str, path: Path, gfx: str,
-            version: LibraryVersion) -> TuningDecision:
+def _forced(
+    kind: Kind, variable: str, path: Path, gfx: str, version: LibraryVersion
+) -> TuningDecision:
     table, problems = _load(path)
     if table is None:
         reason = f"{variable}={path} is refused: {problems[0]}"
         more = [f"{variable}: {p}" for p in problems]
-        return TuningDecision(str(path), False, reason, log=(_not_used(kind, reason),),
-                              warnings=tuple(more))
+        return TuningDecision(
+            str(path), False, reason, log=(_not_used(kind, reason),), warnings=tuple(more)
+        )
     warnings = []
     if table.kind is not kind:
-        warnings.append(f"{variable}={path} is a {table.kind.library} table, not a "
-                        f"{kind.library} one; kept as set")
+        warnings.append(
+            f"{variable}={path} is a {table.kind.library} table, not a "
+            f"{kind.library} one; kept as set"
+        )
     elif table.arch != gfx or (version.version and table.version != version.version):
         runtime = version.version or "an unknown version"
-        warnings.append(f"{variable}={path} names {table.arch} version {table.version}; this "
-                        f"card is {gfx} with {kind.library} {runtime}; kept as set")
-    return TuningDecision(str(path), True, f"{variable} is set (always kept)", len(table.rows),
-                          _enabled(kind, table, gfx, version.version), tuple(warnings), table)
+        warnings.append(
+            f"{variable}={path} names {table.arch} version {table.version}; this "
+            f"card is {gfx} with {kind.library} {runtime}; kept as set"
+        )
+    return TuningDecision(
+        str(path),
+        True,
+        f"{variable} is set (always kept)",
+        len(table.rows),
+        _enabled(kind, table, gfx, version.version),
+        tuple(warnings),
+        table,
+    )
 
 
-def find_table(kind: Kind, arch: str, version: LibraryVersion,
-               dirs: Sequence[Path]) -> TuningDecision:
+def find_table(
+    kind: Kind, arch: str, version: LibraryVersion, dirs: Sequence[Path]
+) -> TuningDecision:
     """The first valid table for this architecture and version in ``dirs``."""
     if version.version is None:
-        reason = (f"{kind.library} version unknown ({version.how}); "
-                  f"--{kind.name} gives it for planning")
+        reason = (
+            f"{kind.library} version unknown ({version.how}); --{kind.name} gives it for planning"
+        )
         return TuningDecision(None, False, reason, log=(_not_used(kind, reason),))
     name = kind.file_name(arch, version.version)
     warnings: list[str] = []
@@ -118,25 +132,41 @@ def find_table(kind: Kind, arch: str, version: LibraryVersion,
             warnings += [f"{kind.library} table refused: {p}" for p in problems]
             continue
         if (table.kind, table.arch, table.version) != (kind, arch, version.version):
-            warnings.append(f"{path}: its header names {table.kind.magic} {table.arch} "
-                            f"{table.version}, not what its name says; refused")
+            warnings.append(
+                f"{path}: its header names {table.kind.magic} {table.arch} "
+                f"{table.version}, not what its name says; refused"
+            )
             continue
-        return TuningDecision(str(path), True, f"{name} matches {arch} and {kind.library} "
-                              f"{version.version}", len(table.rows),
-                              _enabled(kind, table, arch, version.version), tuple(warnings),
-                              table)
-    others = sorted({p.name for folder in dirs if folder.is_dir()
-                     for p in folder.glob(f"{arch}-{kind.name}-*.txt")} - {name})
+        return TuningDecision(
+            str(path),
+            True,
+            f"{name} matches {arch} and {kind.library} {version.version}",
+            len(table.rows),
+            _enabled(kind, table, arch, version.version),
+            tuple(warnings),
+            table,
+        )
+    others = sorted(
+        {
+            p.name
+            for folder in dirs
+            if folder.is_dir()
+            for p in folder.glob(f"{arch}-{kind.name}-*.txt")
+        }
+        - {name}
+    )
     where = ", ".join(str(d) for d in dirs) or "no folder"
     reason = f"no {name} in {where}"
     if others:
         reason += f" (there: {', '.join(others)})"
-    return TuningDecision(None, False, reason, log=(_not_used(kind, reason),),
-                          warnings=tuple(warnings))
+    return TuningDecision(
+        None, False, reason, log=(_not_used(kind, reason),), warnings=tuple(warnings)
+    )
 
 
-def decide_hipblaslt(gfx: str, switches: Mapping[str, Resolved], version: LibraryVersion,
-                     dirs: Sequence[Path]) -> TuningDecision:
+def decide_hipblaslt(
+    gfx: str, switches: Mapping[str, Resolved], version: LibraryVersion, dirs: Sequence[Path]
+) -> TuningDecision:
     forced = switches["STRATA_HIPBLASLT_TUNING"].value
     if forced:
         return _forced(HIPBLASLT, "STRATA_HIPBLASLT_TUNING", Path(forced), gfx, version)
@@ -145,14 +175,17 @@ def decide_hipblaslt(gfx: str, switches: Mapping[str, Resolved], version: Librar
         if table_switch.value == "off":
             reason = f"STRATA_HIPBLASLT_TABLE=off ({table_switch.source})"
         else:
-            reason = (f"off by default on {gfx}: a table changes rounding, so packaged engines "
-                      "take it by default only on gfx1151; STRATA_HIPBLASLT_TABLE=on takes it")
+            reason = (
+                f"off by default on {gfx}: a table changes rounding, so packaged engines "
+                "take it by default only on gfx1151; STRATA_HIPBLASLT_TABLE=on takes it"
+            )
         return TuningDecision(None, False, reason, log=(_not_used(HIPBLASLT, reason),))
     return find_table(HIPBLASLT, gfx, version, dirs)
 
 
-def decide_rocblas(gfx: str, switches: Mapping[str, Resolved], version: LibraryVersion,
-                   dirs: Sequence[Path]) -> TuningDecision:
+def decide_rocblas(
+    gfx: str, switches: Mapping[str, Resolved], version: LibraryVersion, dirs: Sequence[Path]
+) -> TuningDecision:
     forced = switches["STRATA_ROCBLAS_TUNING"].value
     if forced:
         if Path(forced).is_dir():

@@ -41,13 +41,33 @@ class Kind:
 
 
 _GEMM_COLUMNS = ("T", "N", "K", "dtype", "op", "solution", "default_us", "best_us")
-HIPBLASLT = Kind("hipblaslt", "hipBLASLt", "STRATA_HIPBLASLT_TUNING_V1", _GEMM_COLUMNS,
-                 ("T", "N", "K", "dtype", "op"), r"gfx[0-9a-f]+", r"\d{5,6}")
-ROCBLAS = Kind("rocblas", "rocBLAS", "STRATA_ROCBLAS_TUNING_V1",
-               ("T", "N", "K", "ldy", "solution", "default_us", "best_us"),
-               ("T", "N", "K", "ldy"), r"gfx[0-9a-f]+", r"\d+\.\d+\.\d+\.[0-9a-f]*")
-HOST = Kind("host", "host BLAS", "STRATA_HOST_TUNING_V1", _GEMM_COLUMNS,
-            ("T", "N", "K", "dtype", "op"), r"x86-64(-v[234])?|aarch64|\w+", r"\S+")
+HIPBLASLT = Kind(
+    "hipblaslt",
+    "hipBLASLt",
+    "STRATA_HIPBLASLT_TUNING_V1",
+    _GEMM_COLUMNS,
+    ("T", "N", "K", "dtype", "op"),
+    r"gfx[0-9a-f]+",
+    r"\d{5,6}",
+)
+ROCBLAS = Kind(
+    "rocblas",
+    "rocBLAS",
+    "STRATA_ROCBLAS_TUNING_V1",
+    ("T", "N", "K", "ldy", "solution", "default_us", "best_us"),
+    ("T", "N", "K", "ldy"),
+    r"gfx[0-9a-f]+",
+    r"\d+\.\d+\.\d+\.[0-9a-f]*",
+)
+HOST = Kind(
+    "host",
+    "host BLAS",
+    "STRATA_HOST_TUNING_V1",
+    _GEMM_COLUMNS,
+    ("T", "N", "K", "dtype", "op"),
+    r"x86-64(-v[234])?|aarch64|\w+",
+    r"\S+",
+)
 KINDS = {kind.magic: kind for kind in (HIPBLASLT, ROCBLAS, HOST)}
 
 #: rocBLAS rows come in token buckets T = 256 ... 8192 (AMD_HIP.md, "rocBLAS table").
@@ -100,8 +120,10 @@ def _number(text: str) -> float | None:
 
 def _parse_header(path: Path, lines: list[str], problems: list[str]):
     if len(lines) < 2:
-        problems.append(f"{path}:{len(lines) or 1}: a table needs a comment line and an "
-                        "identity line before its rows")
+        problems.append(
+            f"{path}:{len(lines) or 1}: a table needs a comment line and an "
+            "identity line before its rows"
+        )
         return None
     first = lines[0].split()
     meta = dict(token.split("=", 1) for token in first[2:] if "=" in token)
@@ -110,8 +132,9 @@ def _parse_header(path: Path, lines: list[str], problems: list[str]):
     identity = lines[1].split()
     kind = KINDS.get(identity[0]) if identity else None
     if kind is None or len(identity) != 3:
-        problems.append(f"{path}:2: expected '<{'|'.join(KINDS)}> <arch> <version>', "
-                        f"got {lines[1]!r}")
+        problems.append(
+            f"{path}:2: expected '<{'|'.join(KINDS)}> <arch> <version>', got {lines[1]!r}"
+        )
         return None
     _, arch, version = identity
     if not re.fullmatch(kind.arch_pattern, arch):
@@ -119,22 +142,27 @@ def _parse_header(path: Path, lines: list[str], problems: list[str]):
     if not re.fullmatch(kind.version_pattern, version):
         problems.append(f"{path}:2: {version!r} is not a {kind.library} version")
     if meta.get("columns") != ",".join(kind.columns):
-        problems.append(f"{path}:1: columns must be {','.join(kind.columns)}, "
-                        f"got {meta.get('columns')}")
+        problems.append(
+            f"{path}:1: columns must be {','.join(kind.columns)}, got {meta.get('columns')}"
+        )
     min_gain = _number(meta.get("min_gain", str(MIN_GAIN)))
     if min_gain is None or min_gain < 1:
-        problems.append(f"{path}:1: min_gain must be a number of at least 1, "
-                        f"got {meta.get('min_gain')}")
+        problems.append(
+            f"{path}:1: min_gain must be a number of at least 1, got {meta.get('min_gain')}"
+        )
         min_gain = MIN_GAIN
     return kind, arch, version, min_gain, meta
 
 
-def _parse_row(kind: Kind, fields: list[str], line: int, min_gain: float, path: Path,
-               problems: list[str]) -> Row | None:
+def _parse_row(
+    kind: Kind, fields: list[str], line: int, min_gain: float, path: Path, problems: list[str]
+) -> Row | None:
     where = f"{path}:{line}"
     if len(fields) != len(kind.columns):
-        problems.append(f"{where}: expected {len(kind.columns)} columns "
-                        f"({' '.join(kind.columns)}), got {len(fields)}")
+        problems.append(
+            f"{where}: expected {len(kind.columns)} columns "
+            f"({' '.join(kind.columns)}), got {len(fields)}"
+        )
         return None
     values = dict(zip(kind.columns, fields, strict=True))
     bad = len(problems)
@@ -155,23 +183,31 @@ def _parse_row(kind: Kind, fields: list[str], line: int, min_gain: float, path: 
         else:
             key.append(int(text))
     solution = values["solution"]
-    if solution != DEFAULT and not (solution.lstrip("-").isdigit() or
-                                    (kind is HOST and re.fullmatch(r"[a-z][a-z0-9_]*", solution))):
-        problems.append(f"{where}: solution must be a solution index or '{DEFAULT}', "
-                        f"got {solution!r}")
+    if solution != DEFAULT and not (
+        solution.lstrip("-").isdigit()
+        or (kind is HOST and re.fullmatch(r"[a-z][a-z0-9_]*", solution))
+    ):
+        problems.append(
+            f"{where}: solution must be a solution index or '{DEFAULT}', got {solution!r}"
+        )
     default_us, best_us = _number(values["default_us"]), _number(values["best_us"])
     for column, number in (("default_us", default_us), ("best_us", best_us)):
         if number is None:
-            problems.append(f"{where}: {column} must be a positive time in microseconds, "
-                            f"got {values[column]!r}")
+            problems.append(
+                f"{where}: {column} must be a positive time in microseconds, got {values[column]!r}"
+            )
     if default_us is not None and best_us is not None:
         gain = default_us / best_us
         if solution != DEFAULT and gain < min_gain:
-            problems.append(f"{where}: solution {solution} gains {gain:.3f}x over the default, "
-                            f"less than min_gain {min_gain}; the row must say '{DEFAULT}'")
+            problems.append(
+                f"{where}: solution {solution} gains {gain:.3f}x over the default, "
+                f"less than min_gain {min_gain}; the row must say '{DEFAULT}'"
+            )
         if solution == DEFAULT and gain >= min_gain:
-            problems.append(f"{where}: '{DEFAULT}' with a best time {gain:.3f}x faster than the "
-                            "default names no winner")
+            problems.append(
+                f"{where}: '{DEFAULT}' with a best time {gain:.3f}x faster than the "
+                "default names no winner"
+            )
     if len(problems) > bad:
         return None
     return Row(tuple(key), solution, default_us, best_us, line)
@@ -182,8 +218,9 @@ def read(path: Path) -> Table:
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
-        raise TableError([f"{path}:1: cannot read: {getattr(exc, 'strerror', None) or exc}"]) \
-            from None
+        raise TableError(
+            [f"{path}:1: cannot read: {getattr(exc, 'strerror', None) or exc}"]
+        ) from None
     return parse(text, path)
 
 
@@ -220,8 +257,11 @@ def parse(text: str, path: Path) -> Table:
 
 def _rocblas_buckets(path: Path, rows: list[Row]) -> list[str]:
     low, high = ROCBLAS_T_RANGE
-    problems = [f"{path}:{r.line}: T {r.key[0]} is outside the token buckets {low} ... {high}"
-                for r in rows if not low <= r.key[0] <= high]
+    problems = [
+        f"{path}:{r.line}: T {r.key[0]} is outside the token buckets {low} ... {high}"
+        for r in rows
+        if not low <= r.key[0] <= high
+    ]
     buckets = sorted({r.key[0] for r in rows})
     shapes: dict[tuple, set[int]] = {}
     first_line: dict[tuple, int] = {}
@@ -232,8 +272,10 @@ def _rocblas_buckets(path: Path, rows: list[Row]) -> list[str]:
         missing = [t for t in buckets if t not in have]
         if missing:
             n, k, ldy = shape
-            problems.append(f"{path}:{first_line[shape]}: shape N={n} K={k} ldy={ldy} has no "
-                            f"row for T {', '.join(map(str, missing))}")
+            problems.append(
+                f"{path}:{first_line[shape]}: shape N={n} K={k} ldy={ldy} has no "
+                f"row for T {', '.join(map(str, missing))}"
+            )
     return problems
 
 
@@ -241,11 +283,16 @@ def render(table: Table) -> str:
     """The text of a table, rows in their given order."""
     meta = {"columns": ",".join(table.kind.columns), "min_gain": f"{table.min_gain:g}"}
     meta |= {k: v for k, v in table.meta.items() if k not in meta}
-    lines = ["# strata-tuning " + " ".join(f"{k}={v}" for k, v in meta.items()),
-             f"{table.kind.magic} {table.arch} {table.version}"]
+    lines = [
+        "# strata-tuning " + " ".join(f"{k}={v}" for k, v in meta.items()),
+        f"{table.kind.magic} {table.arch} {table.version}",
+    ]
     for row in table.rows:
-        outcome = {"solution": row.solution, "default_us": f"{row.default_us:.2f}",
-                   "best_us": f"{row.best_us:.2f}"}
+        outcome = {
+            "solution": row.solution,
+            "default_us": f"{row.default_us:.2f}",
+            "best_us": f"{row.best_us:.2f}",
+        }
         cells = dict(zip(table.kind.key, map(str, row.key), strict=True)) | outcome
         lines.append(" ".join(cells[c] for c in table.kind.columns))
     return "\n".join(lines) + "\n"

@@ -11,8 +11,12 @@ from .. import answer_cache
 from ..child import child_environment, run_json_module
 from ..errors import StrataError
 
-LIBRARY_VARIABLES = ("STRATA_HIPBLASLT_LIBRARY", "STRATA_ROCBLAS_LIBRARY", "ROCM_PATH",
-                     "LD_LIBRARY_PATH")
+LIBRARY_VARIABLES = (
+    "STRATA_HIPBLASLT_LIBRARY",
+    "STRATA_ROCBLAS_LIBRARY",
+    "ROCM_PATH",
+    "LD_LIBRARY_PATH",
+)
 
 
 def hipblaslt_number(text: str) -> str:
@@ -31,8 +35,10 @@ def rocblas_version(text: str) -> str:
     """The full rocBLAS version string, tweak hash included: 5.6.0.8d1ae90e."""
     text = text.strip()
     if not re.fullmatch(r"\d+\.\d+\.\d+\.[0-9a-f]*", text):
-        raise StrataError(f"--rocblas {text}: expected the full version with its tweak hash, "
-                          "such as 5.6.0.8d1ae90e")
+        raise StrataError(
+            f"--rocblas {text}: expected the full version with its tweak hash, "
+            "such as 5.6.0.8d1ae90e"
+        )
     return text
 
 
@@ -50,8 +56,10 @@ def probe(env: Mapping[str, str], timeout_s: float) -> dict[str, LibraryVersion]
             answer_cache.stated(root)
     answer, problem = run_json_module(
         "strata_core.tuning.library_probe",
-        child_environment(env, lambda k: k in LIBRARY_VARIABLES), timeout_s,
-        "library version probe")
+        child_environment(env, lambda k: k in LIBRARY_VARIABLES),
+        timeout_s,
+        "library version probe",
+    )
     found = {}
     for library, label in (("hipblaslt", "hipBLASLt"), ("rocblas", "rocBLAS")):
         if problem is not None:

@@ -1,0 +1,143 @@
+"""`strata-core tune`, `strata-core table check` and the tuning part of `plan`."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+FIXTURES = Path(__file__).parent / "fixtures/tables"
+
+
+def run(*args, env, check=True):
+    result = subprocess.run(
+        [sys.executable, "-m", "strata_core", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "Traceback" not in result.stderr
+    if check:
+        assert result.returncode == 0, result.stderr
+    return result
+
+
+def test_table_check(env, tmp_path):
+    good = run("table", "check", str(FIXTURES / "gfx1030-rocblas-5.6.0.8d1ae90e.txt"), env=env)
+    assert good.stdout == (
+        f"{FIXTURES}/gfx1030-rocblas-5.6.0.8d1ae90e.txt: ok: rocBLAS table "
+        "for gfx1030, version 5.6.0.8d1ae90e, 4 rows (2 tuned)\n"
+    )
+    bad = tmp_path / "bad.txt"
+    bad.write_text((FIXTURES / "gfx1151-hipblaslt-100401.txt").read_text() + "1 2\n")
+    result = run("table", "check", str(bad), env=env, check=False)
+    assert result.returncode == 1
+    assert result.stdout == (
+        f"{bad}:6: expected 8 columns (T N K dtype op solution default_us best_us), got 2\n"
+    )
+
+
+def test_tune_writes_a_table_into_strata_tuning_dir(env, tmp_path):
+    env = env | {"STRATA_TUNING_DIR": str(tmp_path)}
+    result = run(
+        "tune",
+        "--case",
+        "32,qkv,96,64,f32",
+        "--case",
+        "48,down,64,96,f16",
+        "--repeats",
+        "3",
+        env=env,
+    )
+    (written,) = tmp_path.glob("*-host-*.txt")
+    assert "tune: wrote 2 rows" in result.stderr and str(written) in result.stderr
+    assert "tune: [1/2] T=32 qkv 96x64 f32: " in result.stderr
+    assert run("table", "check", str(written), env=env).stdout.startswith(f"{written}: ok: host")
+
+
+def test_tune_rejects_bad_cases(env):
+    result = run("tune", "--case", "32,qkv,96", env=env, check=False)
+    assert (result.returncode, result.stderr) == (
+        2,
+        "strata-core: --case 32,qkv,96: expected T,op,N,K,dtype with dtype f32 or f16, "
+        "such as 512,gate_up,8192,2048,f32\n",
+    )
+
+
+def test_plan_takes_the_strix_halo_table(env, tmp_path):
+    shutil.copy(FIXTURES / "gfx1151-hipblaslt-100401.txt", tmp_path)
+    answer = json.loads(
+        run(
+            "plan",
+            "--json",
+            "--device",
+            "gfx1151",
+            "--hipblaslt",
+            "1.4.1",
+            env=env | {"STRATA_TUNING_DIR": str(tmp_path)},
+        ).stdout
+    )
+    table = str(tmp_path / "gfx1151-hipblaslt-100401.txt")
+    assert answer["tuning"]["hipblaslt"] == {
+        "table": table,
+        "used": True,
+        "rows": 3,
+        "reason": "gfx1151-hipblaslt-100401.txt matches gfx1151 and hipBLASLt 100401",
+    }
+    assert (
+        "prefill gemm: hipBLASLt tuning enabled (3 rows, gfx1151, version 100401)" in answer["log"]
+    )
+
+
+def test_the_run_config_turns_the_table_on(env, tmp_path):
+    text = (FIXTURES / "gfx1151-hipblaslt-100401.txt").read_text().replace("gfx1151", "gfx1100")
+    (tmp_path / "gfx1100-hipblaslt-100401.txt").write_text(text)
+    config = tmp_path / "strata.toml"
+    config.write_text(f'[tuning]\nhipblaslt_table = true\ndirs = ["{tmp_path}"]\n')
+    answer = json.loads(
+        run(
+            "plan",
+            "--json",
+            "--device",
+            "gfx1100",
+            "--hipblaslt",
+            "100401",
+            "--config",
+            str(config),
+            env=env,
+        ).stdout
+    )
+    assert answer["switches"]["STRATA_HIPBLASLT_TABLE"]["source"] == "config"
+    assert answer["tuning"]["hipblaslt"]["used"] is True
+    off = json.loads(
+        run(
+            "plan",
+            "--json",
+            "--device",
+            "gfx1100",
+            "--hipblaslt",
+            "100401",
+            "--config",
+            str(config),
+            env=env | {"STRATA_HIPBLASLT_TABLE": "off"},
+        ).stdout
+    )
+    assert off["tuning"]["hipblaslt"]["used"] is False
+
+
+def test_plan_for_rdna2_takes_the_rocblas_table(env, tmp_path):
+    shutil.copy(FIXTURES / "gfx1030-rocblas-5.6.0.8d1ae90e.txt", tmp_path)
+    answer = json.loads(
+        run(
+            "plan",
+            "--json",
+            "--device",
+            "gfx1030",
+            "--rocblas",
+            "5.6.0.8d1ae90e",
+            env=env | {"STRATA_TUNING_DIR": str(tmp_path)},
+        ).stdout
+    )
+    assert answer["tuning"]["rocblas"]["used"] is True
+    assert "rocBLAS tuning enabled (4 rows, gfx1030, version 5.6.0.8d1ae90e)" in answer["log"]
