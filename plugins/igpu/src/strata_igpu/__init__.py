@@ -24,36 +24,19 @@ class IntegratedGPU(ArchPlugin):
     strata_api_version = 1
     targets = ("gfx1103", "gfx1150", "gfx1151", "gfx1152")
     wave_size = 32
+    # fmt: off
     rules = (
-        Rule(
-            "STRATA_HC_Q8",
-            "1",
-            "gfx1151: on (AMD_HIP.md, Strix Halo: 8-bit hyper-connection weights)",
-            targets=HALO,
-        ),
-        Rule(
-            "STRATA_SH_STREAM",
-            "0",
-            "the fork stays off on Windows with KV streaming "
-            "(AMD_HIP.md, Switches for shared-expert and draft streams)",
-            targets=HALO,
-            os=("windows",),
-            kv_streaming=True,
-        ),
-        Rule(
-            "STRATA_SH_STREAM",
-            "1",
-            "on in the gfx1151 table (AMD_HIP.md, Switches for shared-expert and draft streams)",
-            targets=HALO,
-        ),
-        Rule(
-            "STRATA_HIPBLASLT_TABLE",
-            "on",
-            "packaged engines use the table by default only "
-            "on Strix Halo (AMD_HIP.md, Tuning tables)",
-            targets=HALO,
-        ),
+        Rule("STRATA_HC_Q8", "1", "gfx1151: on (AMD_HIP.md, Strix Halo: 8-bit hyper-connection "
+             "weights)", targets=HALO),
+        Rule("STRATA_SH_STREAM", "0", "the fork stays off on Windows with KV streaming "
+             "(AMD_HIP.md, Switches for shared-expert and draft streams)", targets=HALO,
+             os=("windows",), kv_streaming=True),
+        Rule("STRATA_SH_STREAM", "1", "on in the gfx1151 table (AMD_HIP.md, Switches for "
+             "shared-expert and draft streams)", targets=HALO),
+        Rule("STRATA_HIPBLASLT_TABLE", "on", "packaged engines use the table by default only "
+             "on Strix Halo (AMD_HIP.md, Tuning tables)", targets=HALO),
     )
+    # fmt: on
 
     @hookimpl
     def strata_switch_defaults(self, device: Device, context: RunContext) -> Defaults:
