@@ -1,0 +1,61 @@
+"""Build hook: compiles the host kernel library (native/host) with the C compiler and writes
+its out-of-line cffi ABI module, both into strata_core/host/, so that wheels and editable
+installs carry them beside the code that loads them."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sysconfig
+from pathlib import Path
+
+from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+
+HEADER = Path("native/include/strata_kernels.h")
+SOURCES = [Path("native/host/strata_host.c")]
+LIBRARY = Path("strata_core/host/libstrata_host.so")
+FFI_MODULE = Path("strata_core/host/_host_ffi.py")
+
+
+def cdef_from_header(text: str) -> str:
+    """The header as cffi reads it: integer #defines kept, other preprocessor lines dropped."""
+    kept = []
+    for line in text.splitlines():
+        if line.startswith("#"):
+            if re.match(r"#define \w+ -?\d+\b", line):
+                kept.append(" ".join(line.split()[:3]))
+            continue
+        kept.append(line)
+    return "\n".join(kept)
+
+
+class NativeHostLibrary(BuildHookInterface):
+    PLUGIN_NAME = "custom"
+
+    def initialize(self, version: str, build_data: dict) -> None:
+        root = Path(self.root)
+        library, module = root / LIBRARY, root / FFI_MODULE
+        compiler = shlex.split(os.environ.get("CC", "cc"))
+        command = [*compiler, "-O3", "-fPIC", "-shared", "-fopenmp", "-std=c11",
+                   "-D_GNU_SOURCE", f"-I{root / HEADER.parent}",
+                   *(str(root / s) for s in SOURCES), "-o", str(library), "-lm"]
+        try:
+            subprocess.run(command, check=True)
+        except (OSError, subprocess.CalledProcessError) as exc:
+            raise RuntimeError(f"building the host kernel library failed ({exc}); strata needs "
+                               "a C compiler with OpenMP (Debian: apt-get install gcc)") from exc
+
+        import cffi
+
+        ffi = cffi.FFI()
+        ffi.cdef(cdef_from_header((root / HEADER).read_text()))
+        ffi.set_source("strata_core.host._host_ffi", None)
+        ffi.emit_python_code(str(module))
+
+        build_data["pure_python"] = False
+        build_data["tag"] = f"py3-none-{sysconfig.get_platform().replace('-', '_').replace('.', '_')}"
+        if version != "editable":
+            build_data["force_include"][str(library)] = str(LIBRARY)
+            build_data["force_include"][str(module)] = str(FFI_MODULE)

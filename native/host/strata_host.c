@@ -1,0 +1,581 @@
+/* The host (CPU) kernels of strata: baseline x86-64 code plus AVX2, AVX-VNNI and AVX-512 VNNI
+ * variants chosen at run time, multi-threaded with OpenMP. See strata_kernels.h. */
+
+#include "strata_kernels.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <immintrin.h>
+#include <omp.h>
+
+enum isa { ISA_UNSET, ISA_BASELINE, ISA_AVX2, ISA_AVXVNNI, ISA_AVX512VNNI };
+static enum isa chosen_isa = ISA_UNSET;
+
+static enum isa detect_isa(void) {
+    if (chosen_isa != ISA_UNSET) return chosen_isa;
+    enum isa found = ISA_BASELINE;
+    const char *forced = getenv("STRATA_HOST_ISA");
+    __builtin_cpu_init();
+    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+               __builtin_cpu_supports("f16c");
+    if (avx2) found = ISA_AVX2;
+    if (avx2 && __builtin_cpu_supports("avxvnni")) found = ISA_AVXVNNI;
+    if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
+        found = ISA_AVX512VNNI;
+    /* STRATA_HOST_ISA can only lower the level, never claim more than the CPU has. */
+    if (forced) {
+        enum isa wanted = !strcmp(forced, "baseline") ? ISA_BASELINE
+                        : !strcmp(forced, "avx2") ? ISA_AVX2
+                        : !strcmp(forced, "avxvnni") ? ISA_AVXVNNI : found;
+        if (wanted < found) found = wanted;
+    }
+    chosen_isa = found;
+    return found;
+}
+
+int strata_abi_version(void) { return STRATA_KERNEL_ABI_VERSION; }
+
+const char *strata_operations(void) { return "matvec_q8_0,router_topk,topk"; }
+
+const char *strata_isa(void) {
+    switch (detect_isa()) {
+    case ISA_AVX512VNNI: return "avx512vnni";
+    case ISA_AVXVNNI: return "avxvnni";
+    case ISA_AVX2: return "avx2";
+    default: return "baseline";
+    }
+}
+
+int strata_set_threads(int threads) {
+    if (threads < 0) return STRATA_E_ARGUMENT;
+    omp_set_num_threads(threads == 0 ? omp_get_num_procs() : threads);
+    return omp_get_max_threads();
+}
+
+/* ---- matvec_q8_0 ---------------------------------------------------------------------- */
+
+static float half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exponent = (h >> 10) & 0x1f,
+             mantissa = h & 0x3ff, bits;
+    if (exponent == 0) {
+        if (mantissa == 0) {
+            bits = sign;
+        } else { /* subnormal: normalise */
+            exponent = 127 - 15 + 1;
+            while (!(mantissa & 0x400)) { mantissa <<= 1; exponent--; }
+            bits = sign | (exponent << 23) | ((mantissa & 0x3ff) << 13);
+        }
+    } else if (exponent == 31) {
+        bits = sign | 0x7f800000 | (mantissa << 13);
+    } else {
+        bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
+    }
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static float row_baseline(const int8_t *w, const uint16_t *d, const int8_t *x, const float *xd,
+                          int64_t blocks) {
+    float acc = 0.0f;
+    for (int64_t b = 0; b < blocks; b++) {
+        int32_t sum = 0;
+        for (int j = 0; j < STRATA_Q8_BLOCK; j++) sum += (int32_t)w[32 * b + j] * x[32 * b + j];
+        acc += half_to_float(d[b]) * xd[b] * (float)sum;
+    }
+    return acc;
+}
+
+__attribute__((target("avx2,fma,f16c")))
+static inline __m256i dot_avx2(__m256i w, __m256i x) {
+    __m256i ax = _mm256_sign_epi8(x, x), sw = _mm256_sign_epi8(w, x);
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(ax, sw), _mm256_set1_epi16(1));
+}
+
+__attribute__((target("avx2,fma,f16c,avxvnni")))
+static inline __m256i dot_avxvnni(__m256i w, __m256i x) {
+    __m256i ax = _mm256_sign_epi8(x, x), sw = _mm256_sign_epi8(w, x);
+    return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), ax, sw);
+}
+
+__attribute__((target("avx2,fma,f16c")))
+static inline float hsum256(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+#define ROW_256(name, dot)                                                                     \
+    __attribute__((target("avx2,fma,f16c,avxvnni")))                                           \
+    static float name(const int8_t *w, const uint16_t *d, const int8_t *x, const float *xd,   \
+                      int64_t blocks) {                                                        \
+        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),     \
+                         _mm256_setzero_ps()};                                                 \
+        int64_t b = 0;                                                                         \
+        for (; b + 4 <= blocks; b += 4) {                                                      \
+            _mm_prefetch((const char *)(w + 32 * b + 1024), _MM_HINT_T0);                     \
+            _mm_prefetch((const char *)(w + 32 * b + 1088), _MM_HINT_T0);                     \
+            for (int u = 0; u < 4; u++) {                                                      \
+                __m256i wv = _mm256_loadu_si256((const __m256i *)(w + 32 * (b + u)));          \
+                __m256i xv = _mm256_loadu_si256((const __m256i *)(x + 32 * (b + u)));          \
+                float scale = _cvtsh_ss(d[b + u]) * xd[b + u];                                 \
+                acc[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot(wv, xv)),                      \
+                                         _mm256_set1_ps(scale), acc[u]);                       \
+            }                                                                                  \
+        }                                                                                      \
+        for (; b < blocks; b++) {                                                              \
+            __m256i wv = _mm256_loadu_si256((const __m256i *)(w + 32 * b));                    \
+            __m256i xv = _mm256_loadu_si256((const __m256i *)(x + 32 * b));                    \
+            acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot(wv, xv)),                          \
+                                     _mm256_set1_ps(_cvtsh_ss(d[b]) * xd[b]), acc[0]);         \
+        }                                                                                      \
+        return hsum256(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]),                            \
+                                     _mm256_add_ps(acc[2], acc[3])));                          \
+    }
+
+ROW_256(row_avx2, dot_avx2)
+ROW_256(row_avxvnni, dot_avxvnni)
+
+#define AVX512 "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c"
+
+/* AVX-512 VNNI takes unsigned times signed bytes, so the weights go in as w + 128 (one
+ * xor) and the extra 128 * sum(x) of each block is taken off through `correction`, which
+ * holds -128 * sum(x_b) * xd[b] per block. Two rows at a time: two memory streams per
+ * thread keep more reads in flight, and each x load serves both. */
+__attribute__((target(AVX512)))
+static void rows_avx512(const int8_t *w, const uint16_t *d, int64_t count, const int8_t *x,
+                        const float *xd, const float *correction, int64_t blocks, float *y) {
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    __m512 acc[2][2];
+    __m256 fix[2];
+    for (int r = 0; r < count; r++) {
+        acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+        fix[r] = _mm256_setzero_ps();
+    }
+    int64_t b = 0;
+    for (; b + 8 <= blocks; b += 8) {
+        __m256 xs = _mm256_loadu_ps(xd + b), cs = _mm256_loadu_ps(correction + b);
+        for (int r = 0; r < count; r++) {
+            const int8_t *wr = w + r * blocks * 32 + 32 * b;
+            for (int line = 0; line < 4; line++)
+                _mm_prefetch((const char *)(wr + 8192 + 64 * line), _MM_HINT_T1);
+            __m256 ws = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + r * blocks + b)));
+            fix[r] = _mm256_fmadd_ps(ws, cs, fix[r]);
+            __m512 s512 = _mm512_castps256_ps512(_mm256_mul_ps(ws, xs));
+            for (int u = 0; u < 4; u++) {
+                /* lanes 0-7 take the scale of the pair's first block, 8-15 the second's */
+                __m512i lanes = _mm512_set_epi32(2 * u + 1, 2 * u + 1, 2 * u + 1, 2 * u + 1,
+                                                 2 * u + 1, 2 * u + 1, 2 * u + 1, 2 * u + 1,
+                                                 2 * u, 2 * u, 2 * u, 2 * u, 2 * u, 2 * u,
+                                                 2 * u, 2 * u);
+                __m512i wv = _mm512_xor_si512(_mm512_loadu_si512(wr + 64 * u), flip);
+                __m512i xv = _mm512_loadu_si512(x + 32 * b + 64 * u);
+                __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv, xv);
+                acc[r][u & 1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums),
+                                                _mm512_permutexvar_ps(lanes, s512),
+                                                acc[r][u & 1]);
+            }
+        }
+    }
+    for (int r = 0; r < count; r++) {
+        float total = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1])) + hsum256(fix[r]);
+        if (b < blocks)
+            total += row_avx2(w + r * blocks * 32 + 32 * b, d + r * blocks + b, x + 32 * b,
+                              xd + b, blocks - b);
+        y[r] = total;
+    }
+}
+
+typedef float (*row_kernel)(const int8_t *, const uint16_t *, const int8_t *, const float *,
+                            int64_t);
+
+int strata_matvec_q8_0(const int8_t *qs, const uint16_t *d, const int8_t *xq, const float *xd,
+                       float *y, int64_t rows, int64_t cols) {
+    if (!qs || !d || !xq || !xd || !y || rows < 0 || cols < 0 || cols % STRATA_Q8_BLOCK)
+        return STRATA_E_ARGUMENT;
+    int64_t blocks = cols / STRATA_Q8_BLOCK;
+    if (detect_isa() == ISA_AVX512VNNI) {
+        float *correction = malloc((size_t)(blocks ? blocks : 1) * sizeof *correction);
+        if (!correction) return STRATA_E_NOMEM;
+        for (int64_t b = 0; b < blocks; b++) {
+            int32_t sum = 0;
+            for (int j = 0; j < STRATA_Q8_BLOCK; j++) sum += xq[32 * b + j];
+            correction[b] = -128.0f * (float)sum * xd[b];
+        }
+#pragma omp parallel for schedule(static) if (rows * cols > (1 << 20))
+        for (int64_t r = 0; r < rows; r += 2)
+            rows_avx512(qs + r * cols, d + r * blocks, rows - r < 2 ? rows - r : 2, xq, xd,
+                        correction, blocks, y + r);
+        free(correction);
+        return STRATA_OK;
+    }
+    row_kernel row = detect_isa() == ISA_AVXVNNI ? row_avxvnni
+                   : detect_isa() == ISA_AVX2    ? row_avx2
+                                                 : row_baseline;
+#pragma omp parallel for schedule(static) if (rows * cols > (1 << 20))
+    for (int64_t r = 0; r < rows; r++) y[r] = row(qs + r * cols, d + r * blocks, xq, xd, blocks);
+    return STRATA_OK;
+}
+
+/* ---- top-k ------------------------------------------------------------------------------ */
+
+typedef struct { float v; int32_t i; } item;
+
+/* a ranks below b: smaller value, or the same value and a larger index */
+static inline int below(item a, item b) { return a.v < b.v || (a.v == b.v && a.i > b.i); }
+
+static inline float key_of(float v) { return isnan(v) ? -INFINITY : v; }
+
+static void sift_down(item *heap, int n, int at) {
+    for (;;) {
+        int low = at, l = 2 * at + 1, r = l + 1;
+        if (l < n && below(heap[l], heap[low])) low = l;
+        if (r < n && below(heap[r], heap[low])) low = r;
+        if (low == at) return;
+        item t = heap[at]; heap[at] = heap[low]; heap[low] = t;
+        at = low;
+    }
+}
+
+static int descending(const void *pa, const void *pb) {
+    item a = *(const item *)pa, b = *(const item *)pb;
+    return below(a, b) ? 1 : below(b, a) ? -1 : 0;
+}
+
+static void offer(item *heap, int k, float v, int32_t i) {
+    item candidate = {v, i};
+    if (below(heap[0], candidate)) { heap[0] = candidate; sift_down(heap, k, 0); }
+}
+
+__attribute__((target(AVX512)))
+static void scan_avx512(item *heap, int k, const float *s, int64_t from, int64_t n) {
+    int64_t i = from;
+    for (; i + 16 <= n; i += 16) {
+        __mmask16 above = _mm512_cmp_ps_mask(_mm512_loadu_ps(s + i), _mm512_set1_ps(heap[0].v),
+                                             _CMP_GE_OQ);
+        while (above) {
+            int lane = __builtin_ctz(above);
+            above &= above - 1;
+            offer(heap, k, s[i + lane], (int32_t)(i + lane));
+        }
+    }
+    for (; i < n; i++) offer(heap, k, key_of(s[i]), (int32_t)i);
+}
+
+__attribute__((target("avx2,fma")))
+static void scan_avx2(item *heap, int k, const float *s, int64_t from, int64_t n) {
+    int64_t i = from;
+    for (; i + 8 <= n; i += 8) {
+        __m256 cmp = _mm256_cmp_ps(_mm256_loadu_ps(s + i), _mm256_set1_ps(heap[0].v), _CMP_GE_OQ);
+        unsigned above = (unsigned)_mm256_movemask_ps(cmp);
+        while (above) {
+            int lane = __builtin_ctz(above);
+            above &= above - 1;
+            offer(heap, k, s[i + lane], (int32_t)(i + lane));
+        }
+    }
+    for (; i < n; i++) offer(heap, k, key_of(s[i]), (int32_t)i);
+}
+
+static void scan_baseline(item *heap, int k, const float *s, int64_t from, int64_t n) {
+    for (int64_t i = from; i < n; i++) {
+        float v = key_of(s[i]);
+        if (v >= heap[0].v) offer(heap, k, v, (int32_t)i);
+    }
+}
+
+/* The k best of s[0..n) by (value, index), into heap[0..k) as a min-heap. */
+static void heap_select(item *heap, int k, const float *s, int64_t n) {
+    for (int j = 0; j < k; j++) heap[j] = (item){key_of(s[j]), j};
+    for (int j = k / 2 - 1; j >= 0; j--) sift_down(heap, k, j);
+    switch (detect_isa()) {
+    case ISA_AVX512VNNI: scan_avx512(heap, k, s, k, n); break;
+    case ISA_AVXVNNI:
+    case ISA_AVX2: scan_avx2(heap, k, s, k, n); break;
+    default: scan_baseline(heap, k, s, k, n);
+    }
+}
+
+/* Cells with a key at or above the threshold, up to cap (the count is returned in full). */
+__attribute__((target(AVX512)))
+static int64_t collect_avx512(const float *s, int64_t n, float threshold, item *out, int64_t cap) {
+    int64_t count = 0, i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __mmask16 above = _mm512_cmp_ps_mask(_mm512_loadu_ps(s + i), _mm512_set1_ps(threshold),
+                                             _CMP_GE_OQ);
+        while (above) {
+            int lane = __builtin_ctz(above);
+            above &= above - 1;
+            if (count < cap) out[count] = (item){s[i + lane], (int32_t)(i + lane)};
+            count++;
+        }
+    }
+    for (; i < n; i++)
+        if (key_of(s[i]) >= threshold) {
+            if (count < cap) out[count] = (item){key_of(s[i]), (int32_t)i};
+            count++;
+        }
+    return count;
+}
+
+static int64_t collect_baseline(const float *s, int64_t n, float threshold, item *out,
+                                int64_t cap) {
+    int64_t count = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (key_of(s[i]) >= threshold) {
+            if (count < cap) out[count] = (item){key_of(s[i]), (int32_t)i};
+            count++;
+        }
+    return count;
+}
+
+/* Wide: the threshold that a strided sample puts about 2k cells above, then only the cells
+ * at or above it. The result is the same as the heap's; a sample that misjudges falls back. */
+static int wide_select(item *heap, int k, const float *s, int64_t n) {
+    const int64_t stride = 16;
+    int64_t samples = n / stride;
+    int want = 2 * k / (int)stride + 1;
+    if (samples < 4 * (int64_t)want) { heap_select(heap, k, s, n); return STRATA_OK; }
+    float *sample = malloc((size_t)samples * sizeof *sample);
+    item *small = malloc((size_t)want * sizeof *small);
+    int64_t cap = 8 * (int64_t)k + 4096;
+    item *candidates = malloc((size_t)cap * sizeof *candidates);
+    if (!sample || !small || !candidates) {
+        free(sample); free(small); free(candidates);
+        return STRATA_E_NOMEM;
+    }
+    for (int64_t j = 0; j < samples; j++) sample[j] = s[j * stride];
+    heap_select(small, want, sample, samples);
+    float threshold = small[0].v;
+    int64_t count = detect_isa() == ISA_AVX512VNNI
+                        ? collect_avx512(s, n, threshold, candidates, cap)
+                        : collect_baseline(s, n, threshold, candidates, cap);
+    if (count < k || count > cap) {
+        heap_select(heap, k, s, n);
+    } else {
+        for (int j = 0; j < k; j++) heap[j] = candidates[j];
+        for (int j = k / 2 - 1; j >= 0; j--) sift_down(heap, k, j);
+        for (int64_t j = k; j < count; j++)
+            if (below(heap[0], candidates[j])) { heap[0] = candidates[j]; sift_down(heap, k, 0); }
+    }
+    free(sample); free(small); free(candidates);
+    return STRATA_OK;
+}
+
+/* The original kernel: a sorted list, each cell inserted where it belongs. */
+static void old_select(item *best, int k, const float *s, int64_t n) {
+    int have = 0;
+    for (int64_t i = 0; i < n; i++) {
+        item c = {key_of(s[i]), (int32_t)i};
+        if (have == k && !below(best[k - 1], c)) continue;
+        int at = have < k ? have++ : k - 1;
+        while (at > 0 && below(best[at - 1], c)) { best[at] = best[at - 1]; at--; }
+        best[at] = c;
+    }
+}
+
+int strata_topk_variant_for(int64_t n) {
+    /* AMD_HIP.md, "Deep contexts": the wide kernel past about 135K cells. */
+    return n > 135000 ? STRATA_TOPK_WIDE : STRATA_TOPK_HEAP;
+}
+
+int strata_topk(const float *scores, int64_t n, int k, int32_t *ids, float *values,
+                int variant) {
+    if (!scores || !ids || !values || k <= 0 || n < k || n > INT32_MAX) return STRATA_E_ARGUMENT;
+    if (variant == STRATA_TOPK_AUTO) variant = strata_topk_variant_for(n);
+    item *best = malloc((size_t)k * sizeof *best);
+    if (!best) return STRATA_E_NOMEM;
+    int status = STRATA_OK;
+    switch (variant) {
+    case STRATA_TOPK_HEAP: heap_select(best, k, scores, n); break;
+    case STRATA_TOPK_WIDE: status = wide_select(best, k, scores, n); break;
+    case STRATA_TOPK_OLD: old_select(best, k, scores, n); break;
+    default: status = STRATA_E_ARGUMENT;
+    }
+    if (status == STRATA_OK) {
+        qsort(best, (size_t)k, sizeof *best, descending);
+        for (int j = 0; j < k; j++) { ids[j] = best[j].i; values[j] = scores[best[j].i]; }
+    }
+    free(best);
+    return status;
+}
+
+/* ---- router_topk ------------------------------------------------------------------------ */
+
+static void softmax_weights(const item *best, int k, int32_t *ids, float *weights) {
+    float sum = 0.0f;
+    for (int j = 0; j < k; j++) {
+        ids[j] = best[j].i;
+        weights[j] = best[j].v == -INFINITY ? 0.0f : expf(best[j].v - best[0].v);
+        sum += weights[j];
+    }
+    for (int j = 0; j < k; j++) weights[j] = sum > 0 ? weights[j] / sum : 1.0f / (float)k;
+}
+
+/* exp for the softmax weights, 16 lanes: 2^n * p(r), r = x - n ln 2 (Cephes expf). */
+__attribute__((target(AVX512)))
+static inline __m512 exp512(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    return _mm512_scalef_ps(p, n);
+}
+
+/* Sixteen tokens at once, one per lane: each expert's logits are gathered and inserted into
+ * a sorted list of k per lane by compare-exchange, with no branches. Experts come in
+ * increasing id and only a strictly larger logit passes, so equal logits keep the lower id
+ * first. NaN and -inf logits enter as -FLT_MAX, above the lists' -inf starting values. */
+__attribute__((target(AVX512), always_inline))
+static inline void route16_k(const float *logits, int64_t experts, const int k, int32_t *ids,
+                             float *weights) {
+    __m512 value[8];
+    __m512i id[8];
+    for (int j = 0; j < k; j++) {
+        value[j] = _mm512_set1_ps(-INFINITY);
+        id[j] = _mm512_setzero_si512();
+    }
+    const __m512i rows = _mm512_mullo_epi32(
+        _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+        _mm512_set1_epi32((int)experts));
+    const __m512 lowest = _mm512_set1_ps(-FLT_MAX);
+    for (int64_t e = 0; e < experts; e++) {
+        __m512 v = _mm512_i32gather_ps(rows, logits + e, 4);
+        v = _mm512_mask_mov_ps(lowest, _mm512_cmp_ps_mask(v, lowest, _CMP_GT_OQ), v);
+        __m512i vi = _mm512_set1_epi32((int)e);
+        for (int j = 0; j < k; j++) {
+            __mmask16 better = _mm512_cmp_ps_mask(v, value[j], _CMP_GT_OQ);
+            __m512 kept = _mm512_mask_blend_ps(better, value[j], v);
+            __m512i kept_id = _mm512_mask_blend_epi32(better, id[j], vi);
+            v = _mm512_mask_blend_ps(better, v, value[j]);
+            vi = _mm512_mask_blend_epi32(better, vi, id[j]);
+            value[j] = kept;
+            id[j] = kept_id;
+        }
+    }
+    __m512 w[8], sum = _mm512_setzero_ps();
+    for (int j = 0; j < k; j++) {
+        w[j] = exp512(_mm512_sub_ps(value[j], value[0]));
+        sum = _mm512_add_ps(sum, w[j]);
+    }
+    float out_w[8][16];
+    int32_t out_id[8][16];
+    for (int j = 0; j < k; j++) {
+        _mm512_storeu_ps(out_w[j], _mm512_div_ps(w[j], sum));
+        _mm512_storeu_si512(out_id[j], id[j]);
+    }
+    for (int t = 0; t < 16; t++)
+        for (int j = 0; j < k; j++) {
+            ids[t * k + j] = out_id[j][t];
+            weights[t * k + j] = out_w[j][t];
+        }
+}
+
+/* One copy per k, so that the k lists stay in registers. */
+__attribute__((target(AVX512)))
+static void route16_avx512(const float *logits, int64_t experts, int k, int32_t *ids,
+                           float *weights) {
+    switch (k) {
+    case 1: route16_k(logits, experts, 1, ids, weights); break;
+    case 2: route16_k(logits, experts, 2, ids, weights); break;
+    case 3: route16_k(logits, experts, 3, ids, weights); break;
+    case 4: route16_k(logits, experts, 4, ids, weights); break;
+    case 5: route16_k(logits, experts, 5, ids, weights); break;
+    case 6: route16_k(logits, experts, 6, ids, weights); break;
+    case 7: route16_k(logits, experts, 7, ids, weights); break;
+    default: route16_k(logits, experts, 8, ids, weights); break;
+    }
+}
+
+static void route_portable(const float *logits, int64_t experts, int k, item *best) {
+    old_select(best, k, logits, experts);
+}
+
+int strata_router_topk(const float *logits, int64_t tokens, int64_t experts, int k,
+                       int32_t *ids, float *weights, int variant) {
+    if (!logits || !ids || !weights || tokens < 0 || k <= 0 || experts < k || k > 64 ||
+        experts > (1 << 24) || (variant != STRATA_ROUTER_FAST && variant != STRATA_ROUTER_PORTABLE))
+        return STRATA_E_ARGUMENT;
+    int64_t grouped = 0;
+    if (variant == STRATA_ROUTER_FAST && k <= 8 && detect_isa() == ISA_AVX512VNNI) {
+        grouped = tokens / 16 * 16;
+#pragma omp parallel for schedule(static) if (grouped >= 128)
+        for (int64_t t = 0; t < grouped; t += 16)
+            route16_avx512(logits + t * experts, experts, k, ids + t * k, weights + t * k);
+    }
+#pragma omp parallel for schedule(static) if (tokens - grouped >= 64)
+    for (int64_t t = grouped; t < tokens; t++) {
+        item best[64];
+        route_portable(logits + t * experts, experts, k, best);
+        softmax_weights(best, k, ids + t * k, weights + t * k);
+    }
+    return STRATA_OK;
+}
+
+/* ---- read bandwidth --------------------------------------------------------------------- */
+
+__attribute__((target(AVX512)))
+static uint64_t read_avx512(const uint8_t *p, int64_t bytes) {
+    __m512i a = _mm512_setzero_si512(), b = a, c = a, e = a;
+    for (int64_t i = 0; i + 256 <= bytes; i += 256) {
+        a = _mm512_xor_si512(a, _mm512_loadu_si512(p + i));
+        b = _mm512_xor_si512(b, _mm512_loadu_si512(p + i + 64));
+        c = _mm512_xor_si512(c, _mm512_loadu_si512(p + i + 128));
+        e = _mm512_xor_si512(e, _mm512_loadu_si512(p + i + 192));
+    }
+    __m512i all = _mm512_xor_si512(_mm512_xor_si512(a, b), _mm512_xor_si512(c, e));
+    uint64_t lanes[8];
+    _mm512_storeu_si512(lanes, all);
+    return lanes[0] ^ lanes[1] ^ lanes[2] ^ lanes[3] ^ lanes[4] ^ lanes[5] ^ lanes[6] ^ lanes[7];
+}
+
+__attribute__((target("avx2")))
+static uint64_t read_avx2(const uint8_t *p, int64_t bytes) {
+    __m256i a = _mm256_setzero_si256(), b = a, c = a, e = a;
+    for (int64_t i = 0; i + 128 <= bytes; i += 128) {
+        a = _mm256_xor_si256(a, _mm256_loadu_si256((const __m256i *)(p + i)));
+        b = _mm256_xor_si256(b, _mm256_loadu_si256((const __m256i *)(p + i + 32)));
+        c = _mm256_xor_si256(c, _mm256_loadu_si256((const __m256i *)(p + i + 64)));
+        e = _mm256_xor_si256(e, _mm256_loadu_si256((const __m256i *)(p + i + 96)));
+    }
+    __m256i all = _mm256_xor_si256(_mm256_xor_si256(a, b), _mm256_xor_si256(c, e));
+    uint64_t lanes[4];
+    _mm256_storeu_si256((__m256i *)lanes, all);
+    return lanes[0] ^ lanes[1] ^ lanes[2] ^ lanes[3];
+}
+
+static uint64_t read_baseline(const uint8_t *p, int64_t bytes) {
+    const uint64_t *words = (const uint64_t *)p;
+    uint64_t total = 0;
+    for (int64_t i = 0; i < bytes / 8; i++) total ^= words[i];
+    return total;
+}
+
+uint64_t strata_read_bytes(const void *buffer, int64_t bytes) {
+    const int64_t chunk = 1 << 20; /* 1 MiB per task: whole 256-byte steps */
+    enum isa isa = detect_isa();
+    uint64_t total = 0;
+    int64_t chunks = bytes / chunk;
+#pragma omp parallel for schedule(static) reduction(^ : total)
+    for (int64_t i = 0; i < chunks; i++) {
+        const uint8_t *p = (const uint8_t *)buffer + i * chunk;
+        total ^= isa == ISA_AVX512VNNI ? read_avx512(p, chunk)
+               : isa >= ISA_AVX2       ? read_avx2(p, chunk)
+                                       : read_baseline(p, chunk);
+    }
+    total ^= read_baseline((const uint8_t *)buffer + chunks * chunk, bytes - chunks * chunk);
+    return total;
+}

@@ -1,0 +1,60 @@
+/* The strata kernel ABI, shared by the host (CPU) library and the HIP kernel libraries.
+ *
+ * Every library exports strata_abi_version() and strata_operations(); a loader refuses a
+ * library whose ABI version it does not know. All sizes are element counts; all functions
+ * return STRATA_OK or a negative STRATA_E_* status and never abort.
+ *
+ * Q8_0 weights are planar: qs[rows][cols] int8 and d[rows][cols / 32] IEEE half scales,
+ * so that block b of row r is qs[r][32b .. 32b + 31] * d[r][b]. Activations are quantized
+ * the same way: xq[cols] int8 with xd[cols / 32] float scales.
+ */
+#ifndef STRATA_KERNELS_H
+#define STRATA_KERNELS_H
+
+#include <stdint.h>
+
+#define STRATA_KERNEL_ABI_VERSION 1
+#define STRATA_Q8_BLOCK 32
+
+#define STRATA_OK 0
+#define STRATA_E_ARGUMENT -1   /* a size or pointer the kernel cannot take */
+#define STRATA_E_NOMEM -2      /* scratch memory could not be allocated */
+
+/* Variants of strata_topk. */
+#define STRATA_TOPK_AUTO 0     /* the band for n: see strata_topk_variant_for */
+#define STRATA_TOPK_HEAP 1     /* threshold-filtered min-heap (the register band's kernel) */
+#define STRATA_TOPK_WIDE 2     /* two passes: a radix threshold, then the candidates */
+#define STRATA_TOPK_OLD 3      /* the original kernel: insertion into a sorted list */
+
+/* Variants of strata_router_topk. */
+#define STRATA_ROUTER_FAST 0   /* vectorised max passes */
+#define STRATA_ROUTER_PORTABLE 1
+
+int strata_abi_version(void);
+/* Comma-separated operation names: "matvec_q8_0,router_topk,topk". */
+const char *strata_operations(void);
+/* The instruction set the kernels run with: "avx512vnni", "avxvnni", "avx2" or "baseline". */
+const char *strata_isa(void);
+/* Threads for the multi-threaded kernels; 0 means one per core. Returns the count in use. */
+int strata_set_threads(int threads);
+
+/* y[r] = sum over blocks of d[r][b] * xd[b] * dot(qs[r][b], xq[b]); cols a multiple of 32. */
+int strata_matvec_q8_0(const int8_t *qs, const uint16_t *d, const int8_t *xq, const float *xd,
+                       float *y, int64_t rows, int64_t cols);
+
+/* For each token: the k experts with the largest logits (ties: lower id first), in
+ * descending order, and their softmax weights over those k (they sum to 1). */
+int strata_router_topk(const float *logits, int64_t tokens, int64_t experts, int k,
+                       int32_t *ids, float *weights, int variant);
+
+/* The k largest scores (ties: lower index first), descending; NaN counts as smallest. */
+int strata_topk(const float *scores, int64_t n, int k, int32_t *ids, float *values,
+                int variant);
+/* The variant STRATA_TOPK_AUTO takes for n cells. */
+int strata_topk_variant_for(int64_t n);
+
+/* Reads bytes (a multiple of 8) with every thread and returns a checksum: the measure of
+ * the machine's read bandwidth that matvec speeds are reported against. */
+uint64_t strata_read_bytes(const void *buffer, int64_t bytes);
+
+#endif

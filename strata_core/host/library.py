@@ -1,0 +1,91 @@
+"""The host kernel library, loaded through cffi in ABI mode from this package's folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import StrataError
+
+LIBRARY = Path(__file__).resolve().with_name("libstrata_host.so")
+TOPK_VARIANTS = {"auto": 0, "heap": 1, "wide": 2, "old": 3}
+ROUTER_VARIANTS = {"fast": 0, "portable": 1}
+
+
+def _check(status: int, what: str) -> None:
+    if status != 0:
+        raise StrataError(f"host kernel {what} failed with status {status}")
+
+
+def _contiguous(array: np.ndarray, dtype) -> np.ndarray:
+    return np.ascontiguousarray(array, dtype=dtype)
+
+
+class HostLibrary:
+    """Typed numpy calls into libstrata_host."""
+
+    def __init__(self, path: Path = LIBRARY) -> None:
+        from ._host_ffi import ffi
+
+        if not path.is_file():
+            raise StrataError(f"the host kernel library is missing at {path}; reinstall strata")
+        self.ffi = ffi
+        self.lib = ffi.dlopen(str(path))
+        self.path = path
+        abi = self.lib.strata_abi_version()
+        if abi != self.lib.STRATA_KERNEL_ABI_VERSION:
+            raise StrataError(f"{path} implements kernel ABI {abi}; this strata reads "
+                              f"ABI {self.lib.STRATA_KERNEL_ABI_VERSION}")
+        self.operations = tuple(ffi.string(self.lib.strata_operations()).decode().split(","))
+        self.isa = ffi.string(self.lib.strata_isa()).decode()
+
+    def _buffer(self, ctype: str, array: np.ndarray):
+        return self.ffi.from_buffer(ctype, array)
+
+    def set_threads(self, threads: int) -> int:
+        return self.lib.strata_set_threads(threads)
+
+    def matvec_q8_0(self, qs: np.ndarray, d: np.ndarray, xq: np.ndarray,
+                    xd: np.ndarray) -> np.ndarray:
+        rows, cols = qs.shape
+        if d.shape != (rows, cols // 32) or xq.shape != (cols,) or xd.shape != (cols // 32,):
+            raise StrataError(f"matvec_q8_0: shapes {qs.shape}, {d.shape}, {xq.shape}, "
+                              f"{xd.shape} do not fit together")
+        qs, xq = _contiguous(qs, np.int8), _contiguous(xq, np.int8)
+        d, xd = _contiguous(d, np.float16).view(np.uint16), _contiguous(xd, np.float32)
+        y = np.empty(rows, dtype=np.float32)
+        _check(self.lib.strata_matvec_q8_0(
+            self._buffer("int8_t[]", qs), self._buffer("uint16_t[]", d),
+            self._buffer("int8_t[]", xq), self._buffer("float[]", xd),
+            self._buffer("float[]", y), rows, cols), "matvec_q8_0")
+        return y
+
+    def router_topk(self, logits: np.ndarray, k: int,
+                    variant: str = "fast") -> tuple[np.ndarray, np.ndarray]:
+        logits = _contiguous(logits, np.float32)
+        tokens, experts = logits.shape
+        ids = np.empty((tokens, k), dtype=np.int32)
+        weights = np.empty((tokens, k), dtype=np.float32)
+        _check(self.lib.strata_router_topk(
+            self._buffer("float[]", logits), tokens, experts, k, self._buffer("int32_t[]", ids),
+            self._buffer("float[]", weights), ROUTER_VARIANTS[variant]), "router_topk")
+        return ids, weights
+
+    def topk(self, scores: np.ndarray, k: int,
+             variant: str = "auto") -> tuple[np.ndarray, np.ndarray]:
+        scores = _contiguous(scores, np.float32)
+        ids = np.empty(k, dtype=np.int32)
+        values = np.empty(k, dtype=np.float32)
+        _check(self.lib.strata_topk(self._buffer("float[]", scores), scores.size, k,
+                                    self._buffer("int32_t[]", ids),
+                                    self._buffer("float[]", values), TOPK_VARIANTS[variant]),
+               "topk")
+        return ids, values
+
+    def topk_variant_for(self, cells: int) -> str:
+        code = self.lib.strata_topk_variant_for(cells)
+        return next(name for name, value in TOPK_VARIANTS.items() if value == code)
+
+    def read_bytes(self, buffer: np.ndarray) -> int:
+        return self.lib.strata_read_bytes(self._buffer("char[]", buffer), buffer.nbytes)

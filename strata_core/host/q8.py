@@ -1,0 +1,25 @@
+"""Q8_0 quantization in numpy: 32-value blocks, each int8 values times one scale."""
+
+from __future__ import annotations
+
+import numpy as np
+
+BLOCK = 32
+
+
+def quantize_rows(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """W[rows, cols] -> (qs int8 [rows, cols], d float16 [rows, cols / 32]), d = max|block|/127."""
+    rows, cols = w.shape
+    if cols % BLOCK:
+        raise ValueError(f"Q8_0 needs a multiple of {BLOCK} columns, got {cols}")
+    blocks = np.asarray(w, dtype=np.float32).reshape(rows, cols // BLOCK, BLOCK)
+    d = (np.abs(blocks).max(axis=2) / 127.0).astype(np.float16)
+    scale = d.astype(np.float32)[..., None]
+    qs = np.rint(np.divide(blocks, scale, out=np.zeros_like(blocks), where=scale > 0))
+    return np.clip(qs, -127, 127).astype(np.int8).reshape(rows, cols), d
+
+
+def quantize_vector(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """x[cols] -> (xq int8 [cols], xd float32 [cols / 32])."""
+    qs, d = quantize_rows(np.asarray(x, dtype=np.float32)[None, :])
+    return qs[0], d[0].astype(np.float32)
