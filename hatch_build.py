@@ -38,14 +38,27 @@ class NativeHostLibrary(BuildHookInterface):
         root = Path(self.root)
         library, module = root / LIBRARY, root / FFI_MODULE
         compiler = shlex.split(os.environ.get("CC", "cc"))
-        command = [*compiler, "-O3", "-fPIC", "-shared", "-fopenmp", "-std=c11",
-                   "-D_GNU_SOURCE", f"-I{root / HEADER.parent}",
-                   *(str(root / s) for s in SOURCES), "-o", str(library), "-lm"]
+        command = [
+            *compiler,
+            "-O3",
+            "-fPIC",
+            "-shared",
+            "-fopenmp",
+            "-std=c11",
+            "-D_GNU_SOURCE",
+            f"-I{root / HEADER.parent}",
+            *(str(root / s) for s in SOURCES),
+            "-o",
+            str(library),
+            "-lm",
+        ]
         try:
             subprocess.run(command, check=True)
         except (OSError, subprocess.CalledProcessError) as exc:
-            raise RuntimeError(f"building the host kernel library failed ({exc}); strata needs "
-                               "a C compiler with OpenMP (Debian: apt-get install gcc)") from exc
+            raise RuntimeError(
+                f"building the host kernel library failed ({exc}); strata needs "
+                "a C compiler with OpenMP (Debian: apt-get install gcc)"
+            ) from exc
 
         import cffi
 
@@ -55,7 +68,9 @@ class NativeHostLibrary(BuildHookInterface):
         ffi.emit_python_code(str(module))
 
         build_data["pure_python"] = False
-        build_data["tag"] = f"py3-none-{sysconfig.get_platform().replace('-', '_').replace('.', '_')}"
+        build_data["tag"] = (
+            f"py3-none-{sysconfig.get_platform().replace('-', '_').replace('.', '_')}"
+        )
         if version != "editable":
             build_data["force_include"][str(library)] = str(LIBRARY)
             build_data["force_include"][str(module)] = str(FFI_MODULE)

@@ -22,13 +22,19 @@ MB = 1 << 20
 
 
 def median_s(fn, repeats: int) -> float:
-    fn()
-    times = []
+    return side_by_side(fn, fn, repeats)[0]
+
+
+def side_by_side(first, second, repeats: int) -> tuple[float, float]:
+    """Median seconds of each, the two calls alternating so that drift hits both alike."""
+    first(), second()
+    times: tuple[list[float], list[float]] = ([], [])
     for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for fn, out in ((first, times[0]), (second, times[1])):
+            start = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - start)
+    return statistics.median(times[0]), statistics.median(times[1])
 
 
 def main() -> None:
@@ -43,36 +49,45 @@ def main() -> None:
     print(f"DRAM read (1 GiB, all threads): {dram:.1f} GB/s")
     del buffer
 
-    rows, cols = 16384, 32768                      # 512 MiB of int8 weights
+    rows, cols = 16384, 32768  # 512 MiB of int8 weights
     qs = rng.integers(-127, 128, size=(rows, cols), dtype=np.int8)
     d = rng.random((rows, cols // 32), dtype=np.float32).astype(np.float16)
     xq = rng.integers(-127, 128, size=cols, dtype=np.int8)
     xd = rng.random(cols // 32, dtype=np.float32)
     mv = median_s(lambda: lib.matvec_q8_0(qs, d, xq, xd), 9)
     bytes_read = qs.nbytes + d.nbytes
-    print(f"matvec_q8_0 {rows}x{cols} ({bytes_read / MB:.0f} MiB): {mv * 1e3:.1f} ms, "
-          f"{bytes_read / mv / 1e9:.1f} GB/s = {bytes_read / mv / 1e9 / dram:.0%} of DRAM read")
+    print(
+        f"matvec_q8_0 {rows}x{cols} ({bytes_read / MB:.0f} MiB): {mv * 1e3:.1f} ms, "
+        f"{bytes_read / mv / 1e9:.1f} GB/s = {bytes_read / mv / 1e9 / dram:.0%} of DRAM read"
+    )
     del qs, d
 
     scores = rng.standard_normal(524288, dtype=np.float32)
-    ours = median_s(lambda: lib.topk(scores, 256), 51)
-    numpy_top = median_s(lambda: np.argpartition(scores, -256)[-256:], 51)
-    print(f"topk 256 of 524288: {ours * 1e3:.3f} ms; numpy argpartition {numpy_top * 1e3:.3f} ms "
-          f"({numpy_top / ours:.1f}x)")
+    ours, numpy_top = side_by_side(
+        lambda: lib.topk(scores, 256), lambda: np.argpartition(scores, -256)[-256:], 51
+    )
+    print(
+        f"topk 256 of 524288: {ours * 1e3:.3f} ms; numpy argpartition {numpy_top * 1e3:.3f} ms "
+        f"({numpy_top / ours:.1f}x)"
+    )
 
     logits = rng.standard_normal((512, 128), dtype=np.float32)
-    ours = median_s(lambda: lib.router_topk(logits, 8), 201)
-    numpy_router = median_s(lambda: reference.router_topk_numpy(logits, 8), 51)
-    print(f"router_topk 512x128 k=8: {ours * 1e6:.1f} us; numpy {numpy_router * 1e6:.1f} us "
-          f"({numpy_router / ours:.1f}x)")
+    ours, numpy_router = side_by_side(
+        lambda: lib.router_topk(logits, 8), lambda: reference.router_topk_numpy(logits, 8), 101
+    )
+    print(
+        f"router_topk 512x128 k=8: {ours * 1e6:.1f} us; numpy {numpy_router * 1e6:.1f} us "
+        f"({numpy_router / ours:.1f}x)"
+    )
 
     x = rng.standard_normal((512, 4096), dtype=np.float32)
     w = rng.standard_normal((4096, 4096), dtype=np.float32)
     gemm = PromptGemm(w)
-    ours = median_s(lambda: gemm(x), 15)
-    plain = median_s(lambda: x @ w, 15)
-    print(f"prompt GEMM 512x4096x4096: {ours * 1e3:.1f} ms; numpy matmul {plain * 1e3:.1f} ms "
-          f"({ours / plain:.2f}x the time)")
+    ours, plain = side_by_side(lambda: gemm(x), lambda: x @ w, 15)
+    print(
+        f"prompt GEMM 512x4096x4096: {ours * 1e3:.1f} ms; numpy matmul {plain * 1e3:.1f} ms "
+        f"({ours / plain:.2f}x the time)"
+    )
 
 
 if __name__ == "__main__":

@@ -35,8 +35,10 @@ class HostLibrary:
         self.path = path
         abi = self.lib.strata_abi_version()
         if abi != self.lib.STRATA_KERNEL_ABI_VERSION:
-            raise StrataError(f"{path} implements kernel ABI {abi}; this strata reads "
-                              f"ABI {self.lib.STRATA_KERNEL_ABI_VERSION}")
+            raise StrataError(
+                f"{path} implements kernel ABI {abi}; this strata reads "
+                f"ABI {self.lib.STRATA_KERNEL_ABI_VERSION}"
+            )
         self.operations = tuple(ffi.string(self.lib.strata_operations()).decode().split(","))
         self.isa = ffi.string(self.lib.strata_isa()).decode()
 
@@ -46,41 +48,70 @@ class HostLibrary:
     def set_threads(self, threads: int) -> int:
         return self.lib.strata_set_threads(threads)
 
-    def matvec_q8_0(self, qs: np.ndarray, d: np.ndarray, xq: np.ndarray,
-                    xd: np.ndarray) -> np.ndarray:
+    def matvec_q8_0(
+        self, qs: np.ndarray, d: np.ndarray, xq: np.ndarray, xd: np.ndarray
+    ) -> np.ndarray:
         rows, cols = qs.shape
         if d.shape != (rows, cols // 32) or xq.shape != (cols,) or xd.shape != (cols // 32,):
-            raise StrataError(f"matvec_q8_0: shapes {qs.shape}, {d.shape}, {xq.shape}, "
-                              f"{xd.shape} do not fit together")
+            raise StrataError(
+                f"matvec_q8_0: shapes {qs.shape}, {d.shape}, {xq.shape}, "
+                f"{xd.shape} do not fit together"
+            )
         qs, xq = _contiguous(qs, np.int8), _contiguous(xq, np.int8)
         d, xd = _contiguous(d, np.float16).view(np.uint16), _contiguous(xd, np.float32)
         y = np.empty(rows, dtype=np.float32)
-        _check(self.lib.strata_matvec_q8_0(
-            self._buffer("int8_t[]", qs), self._buffer("uint16_t[]", d),
-            self._buffer("int8_t[]", xq), self._buffer("float[]", xd),
-            self._buffer("float[]", y), rows, cols), "matvec_q8_0")
+        _check(
+            self.lib.strata_matvec_q8_0(
+                self._buffer("int8_t[]", qs),
+                self._buffer("uint16_t[]", d),
+                self._buffer("int8_t[]", xq),
+                self._buffer("float[]", xd),
+                self._buffer("float[]", y),
+                rows,
+                cols,
+            ),
+            "matvec_q8_0",
+        )
         return y
 
-    def router_topk(self, logits: np.ndarray, k: int,
-                    variant: str = "fast") -> tuple[np.ndarray, np.ndarray]:
+    def router_topk(
+        self, logits: np.ndarray, k: int, variant: str = "fast"
+    ) -> tuple[np.ndarray, np.ndarray]:
         logits = _contiguous(logits, np.float32)
         tokens, experts = logits.shape
         ids = np.empty((tokens, k), dtype=np.int32)
         weights = np.empty((tokens, k), dtype=np.float32)
-        _check(self.lib.strata_router_topk(
-            self._buffer("float[]", logits), tokens, experts, k, self._buffer("int32_t[]", ids),
-            self._buffer("float[]", weights), ROUTER_VARIANTS[variant]), "router_topk")
+        _check(
+            self.lib.strata_router_topk(
+                self._buffer("float[]", logits),
+                tokens,
+                experts,
+                k,
+                self._buffer("int32_t[]", ids),
+                self._buffer("float[]", weights),
+                ROUTER_VARIANTS[variant],
+            ),
+            "router_topk",
+        )
         return ids, weights
 
-    def topk(self, scores: np.ndarray, k: int,
-             variant: str = "auto") -> tuple[np.ndarray, np.ndarray]:
+    def topk(
+        self, scores: np.ndarray, k: int, variant: str = "auto"
+    ) -> tuple[np.ndarray, np.ndarray]:
         scores = _contiguous(scores, np.float32)
         ids = np.empty(k, dtype=np.int32)
         values = np.empty(k, dtype=np.float32)
-        _check(self.lib.strata_topk(self._buffer("float[]", scores), scores.size, k,
-                                    self._buffer("int32_t[]", ids),
-                                    self._buffer("float[]", values), TOPK_VARIANTS[variant]),
-               "topk")
+        _check(
+            self.lib.strata_topk(
+                self._buffer("float[]", scores),
+                scores.size,
+                k,
+                self._buffer("int32_t[]", ids),
+                self._buffer("float[]", values),
+                TOPK_VARIANTS[variant],
+            ),
+            "topk",
+        )
         return ids, values
 
     def topk_variant_for(self, cells: int) -> str:

@@ -10,8 +10,10 @@ from .q8 import BLOCK
 def matvec_q8_0(qs: np.ndarray, d: np.ndarray, xq: np.ndarray, xd: np.ndarray) -> np.ndarray:
     rows, cols = qs.shape
     blocks = cols // BLOCK
-    dots = (qs.reshape(rows, blocks, BLOCK).astype(np.int32)
-            * xq.reshape(1, blocks, BLOCK).astype(np.int32)).sum(axis=2)
+    dots = (
+        qs.reshape(rows, blocks, BLOCK).astype(np.int32)
+        * xq.reshape(1, blocks, BLOCK).astype(np.int32)
+    ).sum(axis=2)
     return (dots.astype(np.float64) * d.astype(np.float64) * xd.astype(np.float64)).sum(axis=1)
 
 

@@ -1,0 +1,140 @@
+"""The host kernels against their numpy references, on every instruction-set variant."""
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from strata_core.errors import StrataError
+from strata_core.host import q8, reference
+from strata_core.host.library import HostLibrary
+
+
+@pytest.fixture(scope="module")
+def lib():
+    return HostLibrary()
+
+
+def test_the_library_says_its_abi_and_operations(lib):
+    assert lib.lib.strata_abi_version() == 1
+    assert lib.operations == ("matvec_q8_0", "router_topk", "topk")
+    assert lib.isa in ("avx512vnni", "avxvnni", "avx2", "baseline")
+    assert lib.path.is_absolute() and lib.path.parent.name == "host"
+
+
+def test_a_missing_library_is_one_clear_error(tmp_path):
+    with pytest.raises(StrataError, match="the host kernel library is missing at"):
+        HostLibrary(tmp_path / "libstrata_host.so")
+
+
+@pytest.mark.parametrize(("rows", "cols"), [(1, 32), (37, 96), (64, 1024), (3, 4128), (130, 256)])
+def test_matvec_q8_0(lib, rows, cols):
+    rng = np.random.default_rng(rows * cols)
+    qs, d = q8.quantize_rows(rng.standard_normal((rows, cols), dtype=np.float32))
+    xq, xd = q8.quantize_vector(rng.standard_normal(cols, dtype=np.float32))
+    expected = reference.matvec_q8_0(qs, d, xq, xd)
+    np.testing.assert_allclose(
+        lib.matvec_q8_0(qs, d, xq, xd), expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max()
+    )
+
+
+def test_matvec_extremes(lib):
+    qs = np.full((4, 64), 127, dtype=np.int8)
+    qs[1] = -127
+    d = np.full((4, 2), 0.5, dtype=np.float16)
+    xq = np.full(64, -127, dtype=np.int8)
+    xd = np.array([1.0, 2.0], dtype=np.float32)
+    np.testing.assert_allclose(
+        lib.matvec_q8_0(qs, d, xq, xd), reference.matvec_q8_0(qs, d, xq, xd), rtol=1e-6
+    )
+
+
+def test_matvec_rejects_shapes_that_do_not_fit(lib):
+    with pytest.raises(StrataError, match="do not fit together"):
+        lib.matvec_q8_0(
+            np.zeros((2, 64), np.int8),
+            np.zeros((2, 2), np.float16),
+            np.zeros(32, np.int8),
+            np.zeros(1, np.float32),
+        )
+
+
+@pytest.mark.parametrize("variant", ["auto", "heap", "wide", "old"])
+@pytest.mark.parametrize(
+    ("n", "k"), [(300, 1), (1000, 64), (100_000, 256), (524_288, 256), (200_000, 1024)]
+)
+def test_topk(lib, variant, n, k):
+    rng = np.random.default_rng(n + k)
+    scores = rng.standard_normal(n, dtype=np.float32)
+    scores[::97] = scores[5]  # ties: the lower index first
+    scores[13] = np.nan  # NaN counts as the smallest
+    ids, values = lib.topk(scores, k, variant)
+    expected_ids, expected_values = reference.topk(scores, k)
+    np.testing.assert_array_equal(ids, expected_ids)
+    np.testing.assert_array_equal(values, expected_values)
+
+
+def test_topk_bands(lib):
+    assert lib.topk_variant_for(90_000) == "heap"
+    assert lib.topk_variant_for(135_000) == "heap"
+    assert lib.topk_variant_for(135_001) == "wide"
+
+
+def test_topk_rejects_k_larger_than_n(lib):
+    with pytest.raises(StrataError, match="topk failed with status -1"):
+        lib.topk(np.zeros(4, np.float32), 5)
+
+
+@pytest.mark.parametrize("variant", ["fast", "portable"])
+@pytest.mark.parametrize(
+    ("tokens", "experts", "k"),
+    [(512, 128, 8), (37, 64, 6), (1, 256, 8), (100, 128, 12), (17, 8, 8)],
+)
+def test_router_topk(lib, variant, tokens, experts, k):
+    rng = np.random.default_rng(tokens * experts + k)
+    logits = rng.standard_normal((tokens, experts), dtype=np.float32)
+    logits[0, 3] = np.nan
+    if tokens > 2:
+        logits[1] = logits[1, 0]  # all equal: ids in order, equal weights
+        logits[2, : experts // 2] = -np.inf
+    ids, weights = lib.router_topk(logits, k, variant)
+    expected_ids, expected_weights = reference.router_topk(logits, k)
+    np.testing.assert_array_equal(ids, expected_ids)
+    np.testing.assert_allclose(weights, expected_weights, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(weights.sum(axis=1), 1.0, rtol=1e-5)
+
+
+ISA_CHECK = textwrap.dedent("""
+    import numpy as np
+    from strata_core.host import q8, reference
+    from strata_core.host.library import HostLibrary
+    lib = HostLibrary()
+    rng = np.random.default_rng(7)
+    qs, d = q8.quantize_rows(rng.standard_normal((67, 4128), dtype=np.float32))
+    xq, xd = q8.quantize_vector(rng.standard_normal(4128, dtype=np.float32))
+    want = reference.matvec_q8_0(qs, d, xq, xd)
+    assert np.allclose(lib.matvec_q8_0(qs, d, xq, xd), want, rtol=1e-5,
+                       atol=1e-5 * np.abs(want).max())
+    scores = rng.standard_normal(300_000, dtype=np.float32)
+    for variant in ("heap", "wide", "old"):
+        assert (lib.topk(scores, 200, variant)[0] == reference.topk(scores, 200)[0]).all()
+    logits = rng.standard_normal((70, 128), dtype=np.float32)
+    assert (lib.router_topk(logits, 8)[0] == reference.router_topk(logits, 8)[0]).all()
+    print(lib.isa)
+""")
+
+
+@pytest.mark.parametrize("isa", ["baseline", "avx2", "avxvnni"])
+def test_every_instruction_set_variant_matches_the_references(lib, isa, env):
+    result = subprocess.run(
+        [sys.executable, "-c", ISA_CHECK],
+        env=env | {"STRATA_HOST_ISA": isa},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    order = ["baseline", "avx2", "avxvnni", "avx512vnni"]
+    assert result.stdout.strip() == order[min(order.index(isa), order.index(lib.isa))]
