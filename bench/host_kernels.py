@@ -47,7 +47,6 @@ def main() -> None:
     read = median_s(lambda: lib.read_bytes(buffer), 7)
     dram = buffer.nbytes / read / 1e9
     print(f"DRAM read (1 GiB, all threads): {dram:.1f} GB/s")
-    del buffer
 
     rows, cols = 16384, 32768  # 512 MiB of int8 weights
     qs = rng.integers(-127, 128, size=(rows, cols), dtype=np.int8)
@@ -60,7 +59,6 @@ def main() -> None:
         f"matvec_q8_0 {rows}x{cols} ({bytes_read / MB:.0f} MiB): {mv * 1e3:.1f} ms, "
         f"{bytes_read / mv / 1e9:.1f} GB/s = {bytes_read / mv / 1e9 / dram:.0%} of DRAM read"
     )
-    del qs, d
 
     scores = rng.standard_normal(524288, dtype=np.float32)
     ours, numpy_top = side_by_side(
