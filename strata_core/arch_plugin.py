@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import fnmatch
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
 from .hookspec import hookimpl
-from .records import Claim, Device, RunContext
+from .kernels import hip_choices
+from .records import Claim, Device, KernelChoice, RunContext, Workload
 from .switches import Defaults, Rule, Switch, apply_rules
 
 EXACT_MATCH = 100
@@ -50,6 +52,16 @@ class ArchPlugin:
     @hookimpl
     def strata_tuning_dirs(self, device: Device) -> tuple[Path, ...]:
         return (Path(sys.modules[type(self).__module__].__file__).parent / "tuning",)
+
+    @hookimpl
+    def strata_select_kernels(
+        self,
+        device: Device,
+        context: RunContext,
+        switches: Mapping[str, str | None],
+        workload: Workload,
+    ) -> tuple[KernelChoice, ...]:
+        return hip_choices(device, context, switches, workload)
 
     @hookimpl
     def strata_declare_switches(self) -> tuple[Switch, ...]:

@@ -84,6 +84,12 @@ def _parser() -> argparse.ArgumentParser:
         help="PLE table size (default: the size of the config's --ple-gguf)",
     )
     plan.add_argument(
+        "--profile",
+        metavar="FILE",
+        type=Path,
+        help="model profile of the workload (default: the shipped small-moe)",
+    )
+    plan.add_argument(
         "--hipblaslt",
         metavar="VERSION",
         help="hipBLASLt version to plan for (1.4.1 or 100401; default: probed)",

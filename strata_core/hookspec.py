@@ -9,11 +9,20 @@ others still answer (``STRATA_STRICT_PLUGINS=1`` re-raises instead).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import pluggy
 
-from .records import Claim, Detection, DetectionContext, Device, RunContext
+from .records import (
+    Claim,
+    Detection,
+    DetectionContext,
+    Device,
+    KernelChoice,
+    RunContext,
+    Workload,
+)
 from .switches import Defaults, Switch
 
 PROJECT = "strata"
@@ -108,4 +117,21 @@ def strata_tuning_dirs(device: Device) -> tuple[Path, ...] | None:
     - tables are named ``<arch>-hipblaslt-<version>.txt`` or ``<arch>-rocblas-<version>.txt``
       and are read with strata_core.tuning.tables; one with any error is refused whole;
     - called only for the plugin that runs the device.
+    """
+
+
+@hookspec
+def strata_select_kernels(
+    device: Device, context: RunContext, switches: Mapping[str, str | None], workload: Workload
+) -> tuple[KernelChoice, ...] | None:
+    """For each operation this plugin runs on ``device``, the variant to take, and why.
+
+    Contract:
+    - called only for the plugin that runs the device; ``switches`` holds every resolved
+      switch value (None where unset), so a rule reads what the run will really have;
+    - decide from the device's facts (architecture database), the switches and the
+      workload's shapes: WMMA attention only with int8 KV and STRATA_HIP_WMMA on (``auto``
+      from STRATA_HIP_WMMA_MIN_Q queries), the top-k band by cell count, the fast or the
+      old router;
+    - one KernelChoice per operation; a reason that names the fact or switch that decided.
     """

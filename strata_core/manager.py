@@ -31,6 +31,7 @@ BUILTIN_PLUGINS = {
     "core": "strata_core.core_switches",
     "kfd": "strata_core.detect.kfd",
     "hip": "strata_core.detect.hip",
+    "host": "strata_core.host.plugin",
 }
 
 

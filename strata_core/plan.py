@@ -11,13 +11,15 @@ from . import archdb, packages
 from .archdb import SupportStatus
 from .core_switches import CONTROL_VARIABLES
 from .manager import PluginManager
-from .records import Device, RunContext
+from .records import Device, KernelChoice, RunContext, Workload
 from .resolve import Resolved, parse_engine_args, resolve
 from .switches import Default, Defaults, Switch
 from .tuning.lookup import TuningDecision, decide_hipblaslt, decide_rocblas
 from .tuning.versions import LibraryVersion
 
 CORE = "core"
+HOST = "host"
+DEFAULT_WORKLOAD = Workload()
 
 
 @attrs.frozen
@@ -32,6 +34,7 @@ class Plan:
     warnings: tuple[str, ...]
     extra_env: Mapping[str, str] = attrs.field(factory=dict)
     tuning: Mapping[str, TuningDecision] = attrs.field(factory=dict)
+    kernels: Mapping[str, KernelChoice] = attrs.field(factory=dict)
 
     def engine_env(self) -> dict[str, str]:
         """The environment the engine gets on top of the user's: every value strata decided
@@ -83,8 +86,9 @@ def build_plan(
     config_env: Mapping[str, str],
     config_args: tuple[str, ...],
     config_name: str,
+    workload: Workload = DEFAULT_WORKLOAD,
 ) -> Plan:
-    """Resolve every switch for ``device`` run by ``plugin``.
+    """Resolve every switch for ``device`` run by ``plugin``, and choose its kernels.
 
     ``user`` is the user's environment plus the engine arguments given on the command line
     (as ``--flag: value``); ``config_env`` and ``config_args`` come from the run config.
@@ -119,10 +123,27 @@ def build_plan(
     )
     warnings += problems
     warnings += _undeclared(manager, user, config_env, switches, config_name, plugin)
-    package = packages.package_for(device.gfx, context.os)
-    if package is None:
-        warnings.append(packages.refusal(device, context.os))
-    warnings += support_notes(device)
+    package = None
+    if device.gfx != HOST:
+        package = packages.package_for(device.gfx, context.os)
+        if package is None:
+            warnings.append(packages.refusal(device, context.os))
+        warnings += support_notes(device)
+    values = {n: r.value for n, r in resolved.items()}
+    kernels = {
+        choice.op: choice
+        for _, choices in manager.call_each(
+            "strata_select_kernels",
+            expected=tuple,
+            only=(plugin,),
+            device=device,
+            context=context,
+            switches=values,
+            workload=workload,
+        )
+        for choice in choices
+        if isinstance(choice, KernelChoice)
+    }
     return Plan(
         device=device,
         plugin=plugin,
@@ -133,6 +154,7 @@ def build_plan(
         log=tuple(log),
         warnings=tuple(warnings),
         extra_env={k: v for k, v in config_env.items() if k not in switches},
+        kernels=kernels,
     )
 
 

@@ -10,13 +10,14 @@ from pathlib import Path
 
 import attrs
 
-from . import answer_cache, archdb
+from . import answer_cache, archdb, profile
 from . import config as run_config
 from .claims import Assignment, assign
 from .cli import detect, device_choice, warn
 from .context import ram_bytes, this_os
 from .errors import StrataError
 from .files import write_atomic
+from .host.plugin import host_device
 from .manager import PluginManager
 from .plan import Plan, build_plan, declarations, support_notes, with_tuning
 from .records import Device, RunContext
@@ -27,34 +28,53 @@ from .tuning import versions
 from .tuning.lookup import search_dirs
 
 GIB = 1 << 30
+#: Engine arguments whose values a user gives after `run --`, which no default overrides.
+ENGINE_FLAGS = {"--pcie-frac", "--pipeline-windows", "--ple-io", "--kv"}
 
 
-def run_plan(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+@attrs.frozen
+class PlanOutcome:
+    plan: Plan
+    row: dict
+    selection: Selection
+    warnings: tuple[str, ...]
+    manager: PluginManager
+    config: run_config.RunConfig
+    config_path: Path | None
+    no_gpu: str | None = None
+
+
+def make_plan(
+    args: argparse.Namespace, env: Mapping[str, str], engine_args: tuple[str, ...] = ()
+) -> PlanOutcome:
+    """The plan for the main card, a named card (--device), or the host backend when no AMD
+    GPU can run. ``engine_args`` are the user's own engine arguments (they win)."""
     path = run_config.find(args.config, env)
     config = run_config.load(path) if path is not None else run_config.RunConfig()
     chosen = env.get("STRATA_ARCH_PLUGIN") or config.arch_plugin
+    no_gpu = None
     if args.device:
         manager = PluginManager.discover(env)
-        device = named_device(args.device, args.integrated)
-        assignments, problems = assign(manager, [device], chosen)
+        assignments, problems = assign(
+            manager, [named_device(args.device, args.integrated)], chosen
+        )
         selection = Selection((0,), {}, "--device")
         warnings = [*manager.problems, *problems]
         others: tuple[Device, ...] = ()
+        main = assignments[0]
     else:
         manager, _, assignments, selection, warnings = detect(
             args, env, device_choice(args, config), chosen
         )
-        if not selection.indices:
-            raise StrataError(
-                f"no AMD GPU to plan for ({selection.reason}); "
-                "--device GFX plans for a card that is not in this PC"
-            )
+        if selection.indices:
+            main = next(a for a in assignments if a.device.index == selection.indices[-1])
+        else:
+            no_gpu = f"no AMD GPU to run on ({selection.reason}); the host backend runs"
+            host = host_device()
+            main = Assignment(host, "host", "host runs on the CPU")
         others = tuple(
-            a.device
-            for a in assignments
-            if a.device.visible and a.device.index != selection.indices[-1]
+            a.device for a in assignments if a.device.visible and a.device is not main.device
         )
-    main = next(a for a in assignments if a.device.index == selection.indices[-1])
     _check_runnable(main, chosen)
     context = RunContext(
         os=args.os or this_os(),
@@ -71,36 +91,47 @@ def run_plan(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         config_env.setdefault(
             "STRATA_HIPBLASLT_TABLE", "on" if config.tuning.hipblaslt_table else "off"
         )
+    user = dict(env) | parse_engine_args(engine_args, ENGINE_FLAGS)
     plan = build_plan(
         manager,
         main.device,
         main.plugin,
         context,
-        env,
+        user,
         config_env,
         config.args,
         str(path) if path else "the run config",
+        profile.load(args.profile),
     )
-    dirs = search_dirs(config.exe, env, ()) + [Path(d) for d in config.tuning.dirs]
-    plan = with_tuning(plan, manager, library_versions(args, env), dirs)
+    if no_gpu is None:
+        dirs = search_dirs(config.exe, env, ()) + [Path(d) for d in config.tuning.dirs]
+        plan = with_tuning(plan, manager, library_versions(args, env), dirs)
     row = device_dict(main, selection)
-    warnings += plan.warnings
+    return PlanOutcome(
+        plan, row, selection, (*warnings, *plan.warnings), manager, config, path, no_gpu
+    )
+
+
+def run_plan(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    outcome = make_plan(args, env)
+    plan, row, selection = outcome.plan, outcome.row, outcome.selection
+    notes = (outcome.no_gpu,) if outcome.no_gpu else ()
     if args.json:
-        print(
-            json.dumps(
-                plan_dict(attrs.evolve(plan, warnings=tuple(warnings)), row, selection.indices),
-                indent=2,
-            )
-        )
+        answer = plan_dict(attrs.evolve(plan, warnings=outcome.warnings), row, selection.indices)
+        print(json.dumps(answer | {"notes": list(notes)}, indent=2))
         return 0
-    warn(warnings)
+    warn((*notes, *outcome.warnings))
     if args.explain:
-        switches, _ = declarations(manager, ("core", main.plugin))
+        switches, _ = declarations(outcome.manager, ("core", plan.plugin))
         if args.explain not in switches:
-            raise StrataError(f"--explain {args.explain}: no switch of {main.plugin} has that name")
+            raise StrataError(f"--explain {args.explain}: no switch of {plan.plugin} has that name")
         print(explain_text(plan, args.explain, switches[args.explain]))
     elif args.toml:
-        text = run_config.dumps(reproducing_config(plan, config, selection, args.device is None))
+        text = run_config.dumps(
+            reproducing_config(
+                plan, outcome.config, selection, args.device is None and outcome.no_gpu is None
+            )
+        )
         if args.output:
             write_atomic(args.output, text)
         else:

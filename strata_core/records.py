@@ -111,3 +111,29 @@ class RunContext:
 
     def arg_given(self, flag: str) -> bool:
         return any(a == flag or a.startswith(flag + "=") for a in self.args)
+
+
+@attrs.frozen
+class Workload:
+    """The shape of a run's work, from a model profile (strata_core/profiles/)."""
+
+    name: str = "small-moe"
+    hidden: int = 2048
+    ffn: int = 4096
+    experts: int = 128
+    experts_per_token: int = 8
+    context_cells: int = 131072
+    cells_kept: int = 256
+    prompt_tokens: int = 512
+    prompt_queries: int = 256
+    decode_steps: int = 16
+    prompt_steps: int = 4
+
+
+@attrs.frozen
+class KernelChoice:
+    """The variant of one operation that a run takes on a device, and why."""
+
+    op: str
+    variant: str
+    reason: str

@@ -121,6 +121,9 @@ def plan_dict(plan, device_row: dict, selected: Sequence[int]) -> dict:
         "args": {n.lstrip("-").replace("-", "_"): _resolved_dict(r) for n, r in plan.args.items()},
         "env": dict(plan.extra_env),
         "tuning": {name: d.as_dict() for name, d in plan.tuning.items()},
+        "kernels": {
+            op: {"variant": c.variant, "reason": c.reason} for op, c in plan.kernels.items()
+        },
         "log": list(plan.log),
         "warnings": list(plan.warnings),
     }
@@ -153,6 +156,11 @@ def plan_text(plan, device_row: dict) -> str:
     if plan.extra_env:
         lines += ["", "other variables from the run config:"]
         lines += [f"  {k}={v}" for k, v in sorted(plan.extra_env.items())]
+    if plan.kernels:
+        lines += ["", "kernels:"]
+        lines += [
+            f"  {op.ljust(width + 8)}{c.variant}: {c.reason}" for op, c in plan.kernels.items()
+        ]
     if plan.log:
         lines += ["", "start lines:"] + [f"  {line}" for line in plan.log]
     return "\n".join(lines)

@@ -86,5 +86,5 @@ def test_the_cache_can_be_turned_off(cached):
 
 def test_errors_are_not_cached(tmp_path, env):
     env = env | {"STRATA_SYSFS": str(tmp_path)}
-    assert run("plan", env=env).returncode == 2
+    assert run("plan", "--device", "gfx9000", env=env).returncode == 2
     assert not list((tmp_path / "answer-cache").glob("answer-*.marshal"))

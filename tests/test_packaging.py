@@ -69,6 +69,6 @@ def test_strata_rdna4_installs_from_the_built_wheels_alone(tmp_path):
         timeout=60,
     )
     names = {p["name"]: p for p in json.loads(listing.stdout)["plugins"]}
-    assert set(names) == {"core", "kfd", "hip", "hip_rdna4"}
+    assert set(names) == {"core", "kfd", "hip", "host", "hip_rdna4"}
     assert names["hip_rdna4"]["status"] == "active"
     assert names["hip_rdna4"]["distribution"] == "strata-hip-rdna4"

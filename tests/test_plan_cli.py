@@ -77,6 +77,7 @@ def test_human_output_is_grouped_by_source(pc):
         "set by you:",
         "architecture defaults:",
         "engine built-in (unset):",
+        "kernels:",
         "start lines:",
     ]
     assert "  STRATA_SELECT_WMMA=1" in out
@@ -220,14 +221,14 @@ def test_user_errors(pc, args, extra_env, message):
     assert result.stderr.count("\n") == 1
 
 
-def test_no_gpu_here(env, tmp_path):
-    result = run("--sysfs", str(tmp_path), env=env, check=False)
-    assert result.returncode == 2
-    assert result.stderr == (
-        "strata-core: no AMD GPU to plan for (no visible GPU that an "
-        "installed plugin runs); --device GFX plans for a card that is "
-        "not in this PC\n"
-    )
+def test_no_gpu_here_plans_for_the_host_backend(env, tmp_path):
+    result = run("--json", "--sysfs", str(tmp_path), env=env)
+    answer = json.loads(result.stdout)
+    assert answer["plugin"] == "host" and answer["device"]["gfx"] == "host"
+    assert answer["notes"] == ["no AMD GPU to run on (no visible GPU that an installed plugin "
+                               "runs); the host backend runs"]
+    assert answer["kernels"]["prompt_gemm"]["variant"] == "blas"
+    assert answer["package"] is None and answer["tuning"] == {}
 
 
 def test_malformed_config_is_one_line(pc, tmp_path):

@@ -1,9 +1,12 @@
-"""What names a host tuning table: the CPU's x86-64 ISA level and the BLAS library version."""
+"""Facts about the host CPU: its name, its x86-64 ISA level (which names a host tuning
+table), the host library's kernel variant, and the BLAS library version."""
 
 from __future__ import annotations
 
 import platform
 from pathlib import Path
+
+CPUINFO = Path("/proc/cpuinfo")
 
 # x86-64 micro-architecture levels by the /proc/cpuinfo flags each adds (psABI).
 _LEVELS = (
@@ -12,22 +15,47 @@ _LEVELS = (
     ("x86-64-v2", {"cx16", "lahf_lm", "popcnt", "sse4_1", "sse4_2", "ssse3"}),
 )
 
+#: The host library's kernel variants, best first, by the flags each needs (strata_host.c).
+KERNEL_ISAS = (
+    ("avx512vnni", {"avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx2", "fma", "f16c"}),
+    ("avxvnni", {"avx_vnni", "avx2", "fma", "f16c"}),
+    ("avx2", {"avx2", "fma", "f16c"}),
+    ("baseline", set()),
+)
 
-def isa_level(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+
+def _cpuinfo_field(name: str, cpuinfo: Path) -> str | None:
+    try:
+        lines = cpuinfo.read_text().splitlines()
+    except OSError:
+        return None
+    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith(name)), None)
+
+
+def cpu_flags(cpuinfo: Path = CPUINFO) -> set[str]:
+    return set((_cpuinfo_field("flags", cpuinfo) or "").split())
+
+
+def cpu_name(cpuinfo: Path = CPUINFO) -> str:
+    return _cpuinfo_field("model name", cpuinfo) or platform.processor() or "CPU"
+
+
+def kernel_isa(lowest: str | None = None, cpuinfo: Path = CPUINFO) -> str:
+    """The variant the host library runs: the best the CPU has, or ``lowest`` if lower
+    (STRATA_HOST_ISA), as the library itself decides."""
+    flags = cpu_flags(cpuinfo)
+    names = [name for name, _ in KERNEL_ISAS]
+    best = next(name for name, needed in KERNEL_ISAS if needed <= flags)
+    if lowest in names and names.index(lowest) > names.index(best):
+        return lowest
+    return best
+
+
+def isa_level(cpuinfo: Path = CPUINFO) -> str:
     machine = platform.machine()
     if machine not in ("x86_64", "AMD64"):
         return machine.lower()
-    try:
-        flags = next(
-            (
-                set(line.split(":", 1)[1].split())
-                for line in cpuinfo.read_text().splitlines()
-                if line.startswith("flags")
-            ),
-            set(),
-        )
-    except OSError:
-        flags = set()
+    flags = cpu_flags(cpuinfo)
     level = "x86-64"
     for name, needed in reversed(_LEVELS):
         if not needed <= flags:

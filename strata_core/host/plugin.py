@@ -1,0 +1,88 @@
+"""Built-in plugin ``host``: the CPU backend that runs when no AMD GPU can, and the CPU pool
+that computes the experts missing from a card."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..hookspec import hookimpl
+from ..kernels import router_choice, topk_choice
+from ..records import Claim, Device, KernelChoice, RunContext, Workload
+from ..switches import Switch
+from .platform import cpu_name, kernel_isa
+
+strata_api_version = 1
+
+HOST_TARGET = "host"
+SWITCHES = (
+    Switch(
+        "STRATA_HOST_ISA",
+        ("baseline", "avx2", "avxvnni"),
+        "run the host kernels with a lower instruction set than the CPU has",
+        False,
+        "the best the CPU has",
+        targets=(HOST_TARGET,),
+        section="strata host backend",
+    ),
+)
+
+
+def host_device() -> Device:
+    return Device(
+        index=None,
+        name=cpu_name(),
+        gfx=HOST_TARGET,
+        physical_gfx=HOST_TARGET,
+        family="CPU",
+        wave_size=None,
+        vram_bytes=None,
+        integrated=False,
+        integrated_evidence="the host CPU",
+        seen_by=(HOST_TARGET,),
+    )
+
+
+@hookimpl
+def strata_arch_targets() -> tuple[str, ...]:
+    return (HOST_TARGET,)
+
+
+@hookimpl
+def strata_claim_device(device: Device) -> Claim | None:
+    if device.gfx != HOST_TARGET:
+        return None
+    return Claim(100, "runs on the CPU")
+
+
+@hookimpl
+def strata_declare_switches() -> tuple[Switch, ...]:
+    return SWITCHES
+
+
+@hookimpl
+def strata_select_kernels(
+    device: Device, context: RunContext, switches: Mapping[str, str | None], workload: Workload
+) -> tuple[KernelChoice, ...]:
+    isa = kernel_isa(switches.get("STRATA_HOST_ISA"))
+    router = router_choice(switches)
+    if router.variant == "fast" and isa != "avx512vnni":
+        router = KernelChoice(
+            "router_topk", "portable", f"the fast router needs AVX-512; the kernels run {isa}"
+        )
+    return (
+        KernelChoice(
+            "matvec_q8_0",
+            isa,
+            f"the best of the CPU's instruction sets ({isa})"
+            if switches.get("STRATA_HOST_ISA") is None
+            else f"STRATA_HOST_ISA={switches['STRATA_HOST_ISA']}",
+        ),
+        router,
+        topk_choice(switches, workload.context_cells),
+        KernelChoice(
+            "prompt_gemm",
+            "blas",
+            "numpy's BLAS; a host tuning table for this CPU "
+            "and BLAS (strata-core tune) picks the call per shape",
+        ),
+    )

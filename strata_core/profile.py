@@ -1,0 +1,51 @@
+"""Model profiles: the shape of `strata-core run`'s workload, from a small TOML file."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import cattrs
+
+from .errors import StrataError
+from .records import Workload
+
+DEFAULT = Path(__file__).resolve().parent / "profiles" / "default.toml"
+
+
+def load(path: Path | None = None) -> Workload:
+    path = path or DEFAULT
+    try:
+        raw = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise StrataError(f"{path}: cannot read the profile ({exc.strerror or exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise StrataError(f"{path}: not valid TOML: {exc}") from None
+    converter = cattrs.Converter(forbid_extra_keys=True)
+    try:
+        workload = converter.structure(raw, Workload)
+    except cattrs.BaseValidationError as exc:
+        first = cattrs.transform_error(exc, path="profile")[0]
+        raise StrataError(f"{path}: {first}") from None
+    for name in (
+        "hidden",
+        "ffn",
+        "experts",
+        "experts_per_token",
+        "context_cells",
+        "cells_kept",
+        "prompt_tokens",
+        "prompt_queries",
+    ):
+        if getattr(workload, name) <= 0:
+            raise StrataError(f"{path}: {name} must be positive")
+    if workload.hidden % 32:
+        raise StrataError(f"{path}: hidden must be a multiple of 32 (Q8_0 blocks)")
+    if (
+        workload.experts_per_token > workload.experts
+        or workload.cells_kept > workload.context_cells
+    ):
+        raise StrataError(
+            f"{path}: experts_per_token and cells_kept must fit in experts and context_cells"
+        )
+    return workload
