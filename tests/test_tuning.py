@@ -3,7 +3,6 @@
 import io
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -293,6 +292,21 @@ def test_a_refused_solution_falls_back_and_is_disabled_after_three():
 # Calibration.
 
 
+class FakeClock:
+    now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """calibrate's clock, advanced only by SleepyTunable: timings without machine noise."""
+    fake = FakeClock()
+    monkeypatch.setattr("strata_core.tuning.calibrate.time.perf_counter", fake)
+    return fake
+
+
 class SleepyTunable:
     """Solutions that take known times, to check the method, not the machine."""
 
@@ -300,7 +314,8 @@ class SleepyTunable:
     arch = "x86-64-v3"
     version = "test"
 
-    def __init__(self, delays, wrong=()):
+    def __init__(self, clock, delays, wrong=()):
+        self.clock = clock
         self.delays = delays
         self.wrong = wrong
         self.prepared = []
@@ -320,15 +335,15 @@ class SleepyTunable:
 
         def run(solution):
             self.order.append(solution)
-            time.sleep(self.delays[solution])
+            self.clock.now += self.delays[solution]
             return 1.0 if solution in self.wrong else 0.0
 
         return run
 
 
-def test_calibration_method():
+def test_calibration_method(clock):
     tunable = SleepyTunable(
-        {"default": 0.004, "fast": 0.002, "close": 0.0039, "bad": 0.001}, wrong={"bad"}
+        clock, {"default": 0.004, "fast": 0.002, "close": 0.0039, "bad": 0.001}, wrong={"bad"}
     )
     table, outcomes = calibrate(tunable, repeats=4)
     assert tunable.prepared[0] == "heavy"  # the heavy case warms up first
@@ -344,8 +359,8 @@ def test_calibration_method():
     ]
 
 
-def test_a_winner_below_the_min_gain_is_written_as_default():
-    table, _ = calibrate(SleepyTunable({"default": 0.004, "close": 0.0039}), repeats=3)
+def test_a_winner_below_the_min_gain_is_written_as_default(clock):
+    table, _ = calibrate(SleepyTunable(clock, {"default": 0.004, "close": 0.0039}), repeats=3)
     assert [row.solution for row in table.rows] == ["default", "default"]
 
 
