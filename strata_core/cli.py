@@ -56,56 +56,17 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="with --toml: write the run config to FILE (atomically)",
     )
-    target = plan.add_mutually_exclusive_group()
-    target.add_argument("--device", metavar="GFX", help="plan for a card that is not in this PC")
-    target.add_argument(
-        "--sysfs",
-        metavar="DIR",
-        type=Path,
-        help="sysfs root to read (default: $STRATA_SYSFS or /sys)",
-    )
-    plan.add_argument(
-        "--integrated", action="store_true", help="with --device: the card is an integrated GPU"
-    )
-    plan.add_argument("--os", choices=OS_NAMES, help="plan for this OS (default: this one)")
-    plan.add_argument("--kv", choices=KV_TYPES, help="KV cache type (default: the config's --kv)")
-    plan.add_argument(
-        "--pack", choices=PACKS, metavar="FORMAT", help=f"model pack format: {', '.join(PACKS)}"
-    )
-    plan.add_argument(
-        "--kv-streaming",
-        action="store_true",
-        help="KV streaming on (the config's --kv-resident also says so)",
-    )
-    plan.add_argument(
-        "--ple-table-gib",
-        type=float,
-        metavar="GIB",
-        help="PLE table size (default: the size of the config's --ple-gguf)",
-    )
-    plan.add_argument(
-        "--profile",
-        metavar="FILE",
-        type=Path,
-        help="model profile of the workload (default: the shipped small-moe)",
-    )
-    plan.add_argument(
-        "--hipblaslt",
-        metavar="VERSION",
-        help="hipBLASLt version to plan for (1.4.1 or 100401; default: probed)",
-    )
-    plan.add_argument(
-        "--rocblas",
-        metavar="VERSION",
-        help="rocBLAS version to plan for (5.6.0.8d1ae90e; default: probed)",
-    )
-    plan.add_argument(
-        "--config",
-        metavar="FILE",
-        type=Path,
-        help="run config (default: $STRATA_CONFIG, else ./strata.toml if present)",
-    )
+    _planning_options(plan)
     _detection_options(plan)
+
+    run = commands.add_parser(
+        "run",
+        help="run the workload on this PC's backend, or start the engine: run -- ENGINE ARGS",
+    )
+    run.add_argument("--json", action="store_true", help="print JSON")
+    run.add_argument("--threads", type=int, default=0, help="host threads (0: one per core)")
+    _planning_options(run)
+    _detection_options(run)
 
     tune = commands.add_parser("tune", help="calibrate the host backend and write a table")
     tune.add_argument(
@@ -137,6 +98,58 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _planning_options(parser: argparse.ArgumentParser) -> None:
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--device", metavar="GFX", help="plan for a card that is not in this PC")
+    target.add_argument(
+        "--sysfs",
+        metavar="DIR",
+        type=Path,
+        help="sysfs root to read (default: $STRATA_SYSFS or /sys)",
+    )
+    parser.add_argument(
+        "--integrated", action="store_true", help="with --device: the card is an integrated GPU"
+    )
+    parser.add_argument("--os", choices=OS_NAMES, help="plan for this OS (default: this one)")
+    parser.add_argument("--kv", choices=KV_TYPES, help="KV cache type (default: the config's --kv)")
+    parser.add_argument(
+        "--pack", choices=PACKS, metavar="FORMAT", help=f"model pack format: {', '.join(PACKS)}"
+    )
+    parser.add_argument(
+        "--kv-streaming",
+        action="store_true",
+        help="KV streaming on (the config's --kv-resident also says so)",
+    )
+    parser.add_argument(
+        "--ple-table-gib",
+        type=float,
+        metavar="GIB",
+        help="PLE table size (default: the size of the config's --ple-gguf)",
+    )
+    parser.add_argument(
+        "--profile",
+        metavar="FILE",
+        type=Path,
+        help="model profile of the workload (default: the shipped small-moe)",
+    )
+    parser.add_argument(
+        "--hipblaslt",
+        metavar="VERSION",
+        help="hipBLASLt version to plan for (1.4.1 or 100401; default: probed)",
+    )
+    parser.add_argument(
+        "--rocblas",
+        metavar="VERSION",
+        help="rocBLAS version to plan for (5.6.0.8d1ae90e; default: probed)",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        type=Path,
+        help="run config (default: $STRATA_CONFIG, else ./strata.toml if present)",
+    )
+
+
 def _detection_options(parser: argparse.ArgumentParser) -> None:
     probe = parser.add_mutually_exclusive_group()
     probe.add_argument(
@@ -154,11 +167,23 @@ def _detection_options(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    engine: list[str] = []
+    if argv[:1] == ["run"] and "--" in argv:
+        at = argv.index("--")
+        argv, engine = argv[:at], argv[at + 1 :]
+        if not engine:
+            print(f"{PROG}: run --: name the engine to start", file=sys.stderr)
+            return 2
     args = _parser().parse_args(argv)
     env = dict(os.environ)
     try:
         if args.command == "plugins":
             return _plugins(args, env)
+        if args.command == "run":
+            from .run_command import run
+
+            return run(args, env, engine)
         if args.command == "tune":
             from .tune_command import run_tune
 

@@ -226,12 +226,16 @@ int strata_matvec_q8_0(const int8_t *qs, const uint16_t *d, const int8_t *xq, co
 
 typedef struct { float v; int32_t i; } item;
 
+/* always_inline: inside the AVX2 and AVX-512 scans these compile with VEX encodings too;
+ * a call into SSE-encoded code from there pays a transition on every instruction. */
+#define HOT static inline __attribute__((always_inline))
+
 /* a ranks below b: smaller value, or the same value and a larger index */
-static inline int below(item a, item b) { return a.v < b.v || (a.v == b.v && a.i > b.i); }
+HOT int below(item a, item b) { return a.v < b.v || (a.v == b.v && a.i > b.i); }
 
-static inline float key_of(float v) { return isnan(v) ? -INFINITY : v; }
+HOT float key_of(float v) { return isnan(v) ? -INFINITY : v; }
 
-static void sift_down(item *heap, int n, int at) {
+HOT void sift_down(item *heap, int n, int at) {
     for (;;) {
         int low = at, l = 2 * at + 1, r = l + 1;
         if (l < n && below(heap[l], heap[low])) low = l;
@@ -247,7 +251,7 @@ static int descending(const void *pa, const void *pb) {
     return below(a, b) ? 1 : below(b, a) ? -1 : 0;
 }
 
-static void offer(item *heap, int k, float v, int32_t i) {
+HOT void offer(item *heap, int k, float v, int32_t i) {
     item candidate = {v, i};
     if (below(heap[0], candidate)) { heap[0] = candidate; sift_down(heap, k, 0); }
 }

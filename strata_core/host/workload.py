@@ -1,0 +1,166 @@
+"""The workload `strata-core run` runs on the host backend: decode and prompt steps of a model
+profile, every kernel's output checked against its numpy reference, with speeds."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Mapping
+from typing import TextIO
+
+import attrs
+import numpy as np
+
+from ..errors import StrataError
+from ..records import KernelChoice, Workload
+from ..tuning.dispatch import TunedDispatch
+from . import q8, reference
+from .gemm import PromptGemm
+from .library import HostLibrary
+
+GB = 1e9
+BANDWIDTH_BUFFER = 256 << 20
+
+
+@attrs.define
+class KernelReport:
+    op: str
+    variant: str
+    reason: str
+    unit: str
+    seconds: list[float] = attrs.field(factory=list)
+    amount: float = 0.0  # of `unit` per call
+    bytes_read: float = 0.0  # per call
+    checked: int = 0
+
+    def as_dict(self, read_gbs: float) -> dict:
+        median = statistics.median(self.seconds)
+        bandwidth = self.bytes_read / median / GB
+        return {
+            "variant": self.variant,
+            "reason": self.reason,
+            "calls": len(self.seconds),
+            "checked": self.checked,
+            "median_ms": round(median * 1e3, 4),
+            "throughput": round(self.amount / median, 2),
+            "unit": self.unit,
+            "bandwidth_gbs": round(bandwidth, 2),
+            "bandwidth_of_read": round(bandwidth / read_gbs, 3) if read_gbs else None,
+        }
+
+
+def read_bandwidth(lib: HostLibrary, repeats: int = 5) -> float:
+    """GB/s of all threads reading a buffer larger than the caches."""
+    buffer = np.ones(BANDWIDTH_BUFFER, dtype=np.uint8)
+    lib.read_bytes(buffer)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        lib.read_bytes(buffer)
+        times.append(time.perf_counter() - start)
+    return buffer.nbytes / statistics.median(times) / GB
+
+
+def _timed(report: KernelReport, call: Callable[[], object]) -> object:
+    start = time.perf_counter()
+    result = call()
+    report.seconds.append(time.perf_counter() - start)
+    return result
+
+
+def _mismatch(op: str, step: str) -> StrataError:
+    return StrataError(
+        f"{op} gave a wrong result in {step}: it differs from the numpy "
+        "reference; the host kernel library is not to be trusted here"
+    )
+
+
+def run(
+    lib: HostLibrary,
+    workload: Workload,
+    kernels: Mapping[str, KernelChoice],
+    gemm_dispatch: TunedDispatch,
+    seed: int = 0,
+    progress: TextIO | None = None,
+) -> dict[str, KernelReport]:
+    rng = np.random.default_rng(seed)
+    w = workload
+
+    def report(name: str, op: str, unit: str) -> KernelReport:
+        return KernelReport(name, kernels[op].variant, kernels[op].reason, unit)
+
+    reports = {
+        "matvec_q8_0": report("matvec_q8_0", "matvec_q8_0", "GB/s"),
+        "router_topk": report("router_topk", "router_topk", "tokens/s"),
+        "router_topk_prompt": report("router_topk_prompt", "router_topk", "tokens/s"),
+        "topk": report("topk", "topk", "cells/s"),
+        "prompt_gemm": report("prompt_gemm", "prompt_gemm", "GFLOP/s"),
+    }
+    qs, d = q8.quantize_rows(rng.standard_normal((w.ffn, w.hidden), dtype=np.float32))
+    gemm = PromptGemm(rng.standard_normal((w.hidden, w.ffn), dtype=np.float32))
+    router_variant = kernels["router_topk"].variant
+    topk_variant = kernels["topk"].variant
+    total = w.decode_steps + w.prompt_steps
+
+    def topk_step(step: str) -> None:
+        scores = rng.standard_normal(w.context_cells, dtype=np.float32)
+        ids, _ = _timed(reports["topk"], lambda: lib.topk(scores, w.cells_kept, topk_variant))
+        if not np.array_equal(ids, reference.topk(scores, w.cells_kept)[0]):
+            raise _mismatch("topk", step)
+        reports["topk"].checked += 1
+
+    def router_step(router: KernelReport, tokens: int, step: str) -> None:
+        logits = rng.standard_normal((tokens, w.experts), dtype=np.float32)
+        ids, weights = _timed(
+            router, lambda: lib.router_topk(logits, w.experts_per_token, router_variant)
+        )
+        want_ids, want_weights = reference.router_topk(logits, w.experts_per_token)
+        if not (
+            np.array_equal(ids, want_ids)
+            and np.allclose(weights, want_weights, rtol=1e-5, atol=1e-7)
+        ):
+            raise _mismatch("router_topk", step)
+        router.checked += 1
+        router.amount = tokens
+        router.bytes_read = tokens * w.experts * 4
+
+    for step in range(w.decode_steps):
+        name = f"decode step {step + 1}"
+        xq, xd = q8.quantize_vector(rng.standard_normal(w.hidden, dtype=np.float32))
+        y = _timed(reports["matvec_q8_0"], lambda: lib.matvec_q8_0(qs, d, xq, xd))
+        want = reference.matvec_q8_0(qs, d, xq, xd)
+        if not np.allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max()):
+            raise _mismatch("matvec_q8_0", name)
+        reports["matvec_q8_0"].checked += 1
+        router_step(reports["router_topk"], 1, name)
+        topk_step(name)
+        _progress(progress, step + 1, total)
+    for step in range(w.prompt_steps):
+        name = f"prompt step {step + 1}"
+        x = rng.standard_normal((w.prompt_tokens, w.hidden), dtype=np.float32)
+        key = (w.prompt_tokens, w.ffn, w.hidden, "f32", "prompt")
+        out = _timed(
+            reports["prompt_gemm"],
+            lambda: gemm_dispatch.launch(key, lambda solution: gemm(x, solution)),
+        )
+        if not np.allclose(out, x @ gemm.w, rtol=1e-4, atol=1e-4 * np.abs(out).max()):
+            raise _mismatch("prompt_gemm", name)
+        reports["prompt_gemm"].checked += 1
+        router_step(reports["router_topk_prompt"], w.prompt_tokens, name)
+        topk_step(name)
+        _progress(progress, w.decode_steps + step + 1, total)
+    matvec = reports["matvec_q8_0"]
+    matvec.bytes_read = matvec.amount = qs.nbytes + d.nbytes
+    matvec.amount /= GB
+    reports["topk"].amount = w.context_cells
+    reports["topk"].bytes_read = w.context_cells * 4
+    reports["prompt_gemm"].amount = 2.0 * w.prompt_tokens * w.hidden * w.ffn / GB
+    reports["prompt_gemm"].bytes_read = 4.0 * (w.prompt_tokens * w.hidden + w.hidden * w.ffn)
+    if progress is not None and progress.isatty():
+        print(file=progress)
+    return reports
+
+
+def _progress(stream: TextIO | None, done: int, total: int) -> None:
+    if stream is not None and stream.isatty():
+        print(f"\rrun: step {done}/{total}", end="", file=stream, flush=True)
