@@ -6,7 +6,8 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Mapping
-from typing import TextIO
+from functools import partial
+from typing import Any, TextIO
 
 import attrs
 import numpy as np
@@ -61,9 +62,9 @@ def read_bandwidth(lib: HostLibrary, repeats: int = 5) -> float:
     return buffer.nbytes / statistics.median(times) / GB
 
 
-def _timed(report: KernelReport, call: Callable[[], object]) -> object:
+def _timed(report: KernelReport, call: Callable[..., Any], *args: Any) -> Any:
     start = time.perf_counter()
-    result = call()
+    result = call(*args)
     report.seconds.append(time.perf_counter() - start)
     return result
 
@@ -127,7 +128,7 @@ def run(
     for step in range(w.decode_steps):
         name = f"decode step {step + 1}"
         xq, xd = q8.quantize_vector(rng.standard_normal(w.hidden, dtype=np.float32))
-        y = _timed(reports["matvec_q8_0"], lambda: lib.matvec_q8_0(qs, d, xq, xd))
+        y = _timed(reports["matvec_q8_0"], lib.matvec_q8_0, qs, d, xq, xd)
         want = reference.matvec_q8_0(qs, d, xq, xd)
         if not np.allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max()):
             raise _mismatch("matvec_q8_0", name)
@@ -139,10 +140,7 @@ def run(
         name = f"prompt step {step + 1}"
         x = rng.standard_normal((w.prompt_tokens, w.hidden), dtype=np.float32)
         key = (w.prompt_tokens, w.ffn, w.hidden, "f32", "prompt")
-        out = _timed(
-            reports["prompt_gemm"],
-            lambda: gemm_dispatch.launch(key, lambda solution: gemm(x, solution)),
-        )
+        out = _timed(reports["prompt_gemm"], gemm_dispatch.launch, key, partial(gemm, x))
         if not np.allclose(out, x @ gemm.w, rtol=1e-4, atol=1e-4 * np.abs(out).max()):
             raise _mismatch("prompt_gemm", name)
         reports["prompt_gemm"].checked += 1

@@ -1,0 +1,181 @@
+"""`strata-core run`: the host workload with every result checked, and starting the engine."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from strata_core import profile
+from strata_core.errors import StrataError
+from strata_core.host import workload
+from strata_core.host.library import HostLibrary
+from strata_core.records import KernelChoice
+from strata_core.testing.sysfs import R9700, write_sysfs
+from strata_core.tuning.dispatch import TunedDispatch
+
+TINY = Path(__file__).parent / "fixtures/profiles/tiny.toml"
+ENGINE = """
+import json, os, sys
+print(json.dumps({"args": sys.argv[1:],
+                  "env": {k: v for k, v in os.environ.items() if k.startswith("STRATA_")}}))
+sys.exit(int(os.environ.get("FAKE_ENGINE_STATUS", "0")))
+"""
+
+
+def run(*args, env, check=True):
+    result = subprocess.run(
+        [sys.executable, "-m", "strata_core", "run", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "Traceback" not in result.stderr
+    if check:
+        assert result.returncode == 0, result.stderr
+    return result
+
+
+def test_no_gpu_runs_the_host_workload_and_checks_every_result(env, tmp_path):
+    result = run("--json", "--profile", str(TINY), "--sysfs", str(tmp_path), env=env)
+    assert result.stderr.splitlines()[0] == (
+        "no AMD GPU to run on (no visible GPU that an installed plugin runs); the host backend runs"
+    )
+    answer = json.loads(result.stdout)
+    assert answer["backend"] == "host" and answer["workload"] == "tiny"
+    kernels = answer["kernels"]
+    assert set(kernels) == {
+        "matvec_q8_0",
+        "router_topk",
+        "router_topk_prompt",
+        "topk",
+        "prompt_gemm",
+    }
+    assert kernels["matvec_q8_0"]["calls"] == kernels["matvec_q8_0"]["checked"] == 3
+    assert kernels["topk"]["calls"] == kernels["topk"]["checked"] == 5
+    assert kernels["prompt_gemm"]["checked"] == 2
+    assert kernels["topk"]["variant"] == "heap"
+    assert all(k["median_ms"] > 0 and k["throughput"] > 0 for k in kernels.values())
+    assert answer["read_bandwidth_gbs"] > 0
+
+
+def test_human_report(env, tmp_path):
+    out = run("--profile", str(TINY), "--sysfs", str(tmp_path), env=env).stdout
+    assert out.splitlines()[0].startswith("host backend: libstrata_host.so, ")
+    assert "  matvec_q8_0" in out and "checked 3" in out
+
+
+def test_a_gpu_without_a_kernel_library_runs_on_the_host(env, tmp_path):
+    root = write_sysfs(tmp_path, [R9700])
+    result = run("--json", "--profile", str(TINY), "--sysfs", str(root), env=env)
+    assert (
+        "hip_rdna4 carries no kernel library in this version; the host backend runs the workload"
+    ) in result.stderr
+    assert json.loads(result.stdout)["backend"] == "host"
+
+
+def test_the_old_router_switch_selects_the_portable_router(env, tmp_path):
+    result = run(
+        "--json",
+        "--profile",
+        str(TINY),
+        "--sysfs",
+        str(tmp_path),
+        env=env | {"STRATA_HIP_ROUTER_OLD": "1"},
+    )
+    assert json.loads(result.stdout)["kernels"]["router_topk"]["variant"] == "portable"
+
+
+@pytest.fixture
+def engine(tmp_path):
+    script = tmp_path / "fake-engine"
+    script.write_text(f"#!{sys.executable}\n{ENGINE}")
+    script.chmod(0o755)
+    return script
+
+
+def test_run_starts_the_engine_with_the_plan(env, tmp_path, engine):
+    root = write_sysfs(tmp_path / "sys", [R9700])
+    result = run(
+        "--sysfs",
+        str(root),
+        "--pack",
+        "IQ3_S",
+        "--kv",
+        "int8",
+        "--os",
+        "linux",
+        "--",
+        str(engine),
+        "--serve",
+        env=env | {"STRATA_HC_Q8": "0"},
+    )
+    seen = json.loads(result.stdout)
+    assert seen["args"] == ["--serve", "--pcie-frac", "0.15"]
+    assert seen["env"]["STRATA_HIP_WMMA"] == "1"
+    assert seen["env"]["STRATA_HC_Q8"] == "0"  # the user's value, untouched
+    assert "hipBLASLt tuning table: none (" in result.stderr
+
+
+def test_an_explicit_engine_argument_wins(env, tmp_path, engine):
+    root = write_sysfs(tmp_path / "sys", [R9700])
+    result = run(
+        "--sysfs", str(root), "--pack", "IQ3_S", "--", str(engine), "--pcie-frac", "0.3", env=env
+    )
+    assert json.loads(result.stdout)["args"] == ["--pcie-frac", "0.3"]
+
+
+def test_the_engines_exit_status_passes_through(env, tmp_path, engine):
+    result = run(
+        "--sysfs",
+        str(tmp_path),
+        "--",
+        str(engine),
+        env=env | {"FAKE_ENGINE_STATUS": "3"},
+        check=False,
+    )
+    assert result.returncode == 3
+
+
+def test_an_engine_that_cannot_start_is_one_line(env, tmp_path):
+    result = run("--sysfs", str(tmp_path), "--", str(tmp_path / "no-engine"), env=env, check=False)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        f"strata-core: cannot start the engine {tmp_path / 'no-engine'}: No such file or directory"
+    )
+
+
+def test_a_malformed_profile_is_one_line(env, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("hidden = 100\n")
+    result = run("--profile", str(bad), "--sysfs", str(tmp_path), env=env, check=False)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        f"strata-core: {bad}: hidden must be a multiple of 32 (Q8_0 blocks)"
+    )
+
+
+def test_a_wrong_kernel_result_stops_the_run(monkeypatch):
+    lib = HostLibrary()
+    real = lib.topk
+    monkeypatch.setattr(lib, "topk", lambda s, k, v: (real(s, k, v)[0][::-1].copy(), None))
+    kernels = {
+        op: KernelChoice(op, variant, "test")
+        for op, variant in (
+            ("matvec_q8_0", "avx2"),
+            ("router_topk", "fast"),
+            ("topk", "heap"),
+            ("prompt_gemm", "blas"),
+        )
+    }
+    with pytest.raises(StrataError, match="topk gave a wrong result in decode step 1"):
+        workload.run(lib, profile.load(TINY), kernels, TunedDispatch(None, "host BLAS"))
+
+
+def test_the_shipped_profile_loads():
+    shipped = profile.load()
+    assert (shipped.name, shipped.experts, shipped.experts_per_token) == ("small-moe", 128, 8)
+    assert np.float32(shipped.hidden) % 32 == 0
