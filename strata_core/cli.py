@@ -85,6 +85,28 @@ def _parser() -> argparse.ArgumentParser:
     )
     tune.add_argument("--repeats", type=int, default=7, help="alternating rounds per case")
     tune.add_argument(
+        "--switches",
+        action="store_true",
+        help="measure the calibratable switches in on/off pairs; write winners (>3%%) into "
+        "the run config's env",
+    )
+    tune.add_argument(
+        "--config",
+        metavar="FILE",
+        type=Path,
+        help="with --switches: the run config to write (default: ./strata.toml)",
+    )
+    tune.add_argument(
+        "--profile",
+        metavar="FILE",
+        type=Path,
+        help="with --switches: model profile of the shapes to measure",
+    )
+    tune.add_argument("--os", choices=OS_NAMES, help="with --switches: the OS the run is for")
+    tune.add_argument(
+        "--kv-streaming", action="store_true", help="with --switches: the run streams the KV cache"
+    )
+    tune.add_argument(
         "--min-gain",
         type=float,
         default=1.05,

@@ -141,3 +141,42 @@ def test_plan_for_rdna2_takes_the_rocblas_table(env, tmp_path):
     )
     assert answer["tuning"]["rocblas"]["used"] is True
     assert "rocBLAS tuning enabled (4 rows, gfx1030, version 5.6.0.8d1ae90e)" in answer["log"]
+
+
+def test_switch_trials_write_only_winners_into_the_run_config(env, tmp_path):
+    config = tmp_path / "strata.toml"
+    config.write_text('exe = "build-hip/strata"\n\n[env]\nSTRATA_HC_Q8 = "0"\n')
+    result = run("tune", "--switches", "--repeats", "5", "--config", str(config), env=env)
+    lines = result.stderr.splitlines()
+    # At the shipped profile's 131072 cells the wide kernel beats the register one by far,
+    # and the portable router loses to the fast one by far: neither is a near call.
+    assert "tune: STRATA_TOPK_STREAM=0 is +" in result.stderr
+    assert any(
+        line.startswith("tune: STRATA_HIP_ROUTER_OLD=1 changes speed by -") for line in lines
+    )
+    assert (
+        "tune: STRATA_SH_STREAM: only the engine on a GPU can measure it; the host backend "
+        "has no such path"
+    ) in lines
+    text = config.read_text()
+    assert 'STRATA_TOPK_STREAM = "0"' in text and 'STRATA_HC_Q8 = "0"' in text
+    assert 'exe = "build-hip/strata"' in text and "STRATA_HIP_ROUTER_OLD" not in text
+
+
+def test_sh_stream_is_never_measured_on_windows_with_kv_streaming(env, tmp_path):
+    result = run(
+        "tune",
+        "--switches",
+        "--repeats",
+        "3",
+        "--os",
+        "windows",
+        "--kv-streaming",
+        "--config",
+        str(tmp_path / "strata.toml"),
+        env=env,
+    )
+    assert (
+        "tune: STRATA_SH_STREAM: never measured on Windows with KV streaming: the fork "
+        "stopped the engine there (AMD_HIP.md)"
+    ) in result.stderr.splitlines()
