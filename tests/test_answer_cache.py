@@ -3,25 +3,17 @@ depended on is unchanged."""
 
 import json
 import marshal
-import subprocess
-import sys
+from functools import partial
 
 import pytest
+from cli_runner import strata_core
 
 from strata_core.testing.sysfs import R9700, RX_7900_XTX, write_sysfs
 
 SENTINEL = "answered from the cache\n"
 
 
-def run(*args, env):
-    result = subprocess.run(
-        [sys.executable, "-m", "strata_core", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    return result
+run = partial(strata_core, check=False)
 
 
 @pytest.fixture

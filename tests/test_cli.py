@@ -5,22 +5,11 @@ import subprocess
 import sys
 
 import pytest
+from cli_runner import strata_core
 
 from strata_core.testing.sysfs import MI50, R9700, RADEON_780M, RX_7900_XTX, write_sysfs
 
-
-def run(*args, env, check=True):
-    result = subprocess.run(
-        [sys.executable, "-m", "strata_core", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert "Traceback" not in result.stderr
-    if check:
-        assert result.returncode == 0, result.stderr
-    return result
+run = strata_core
 
 
 def test_version(env):

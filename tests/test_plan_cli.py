@@ -1,27 +1,14 @@
 """`strata-core plan` as a user runs it."""
 
 import json
-import subprocess
-import sys
+from functools import partial
 
 import pytest
+from cli_runner import strata_core
 
 from strata_core.testing.sysfs import R9700, RADEON_780M, STRIX_HALO, write_sysfs
 
-
-def run(*args, env, check=True, cwd=None):
-    result = subprocess.run(
-        [sys.executable, "-m", "strata_core", "plan", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-    )
-    assert "Traceback" not in result.stderr
-    if check:
-        assert result.returncode == 0, result.stderr
-    return result
+run = partial(strata_core, "plan")
 
 
 @pytest.fixture

@@ -1,12 +1,13 @@
 """`strata-core run`: the host workload with every result checked, and starting the engine."""
 
 import json
-import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_runner import strata_core
 
 from strata_core import profile
 from strata_core.errors import StrataError
@@ -25,18 +26,7 @@ sys.exit(int(os.environ.get("FAKE_ENGINE_STATUS", "0")))
 """
 
 
-def run(*args, env, check=True):
-    result = subprocess.run(
-        [sys.executable, "-m", "strata_core", "run", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert "Traceback" not in result.stderr
-    if check:
-        assert result.returncode == 0, result.stderr
-    return result
+run = partial(strata_core, "run")
 
 
 def test_no_gpu_runs_the_host_workload_and_checks_every_result(env, tmp_path):

@@ -2,25 +2,14 @@
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
+
+from cli_runner import strata_core
 
 FIXTURES = Path(__file__).parent / "fixtures/tables"
 
 
-def run(*args, env, check=True):
-    result = subprocess.run(
-        [sys.executable, "-m", "strata_core", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert "Traceback" not in result.stderr
-    if check:
-        assert result.returncode == 0, result.stderr
-    return result
+run = strata_core
 
 
 def test_table_check(env, tmp_path):
