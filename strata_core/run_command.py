@@ -49,7 +49,7 @@ def run_workload(args: argparse.Namespace, env: Mapping[str, str], outcome: Plan
     from .tuning.lookup import data_dir, decide_host, search_dirs
 
     plan = outcome.plan
-    kernels = plan.kernels
+    workload = profile.load(args.profile)
     if plan.plugin != "host":
         print(
             f"{plan.plugin} carries no kernel library in this version; the host backend runs "
@@ -59,7 +59,7 @@ def run_workload(args: argparse.Namespace, env: Mapping[str, str], outcome: Plan
         from .host.plugin import host_device
         from .plan import build_plan
 
-        host_plan = build_plan(
+        plan = build_plan(
             outcome.manager,
             host_device(),
             "host",
@@ -67,11 +67,9 @@ def run_workload(args: argparse.Namespace, env: Mapping[str, str], outcome: Plan
             env,
             outcome.config.env,
             outcome.config.args,
-            "the run config",
-            profile.load(args.profile),
+            str(outcome.config_path or "the run config"),
+            workload,
         )
-        kernels = host_plan.kernels
-        plan = host_plan
     os.environ.update({k: v for k, v in plan.engine_env().items() if k == "STRATA_HOST_ISA"})
     lib = HostLibrary()
     threads = lib.set_threads(args.threads)
@@ -82,8 +80,7 @@ def run_workload(args: argparse.Namespace, env: Mapping[str, str], outcome: Plan
     verbose = env.get("STRATA_HIPBLASLT_VERBOSE") == "1"
     dispatch = TunedDispatch(table.loaded, "host BLAS", verbose=verbose)
     read_gbs = read_bandwidth(lib)
-    workload = profile.load(args.profile)
-    reports = run(lib, workload, kernels, dispatch, progress=sys.stderr)
+    reports = run(lib, workload, plan.kernels, dispatch, progress=sys.stderr)
     if verbose:
         print(dispatch.summary(), file=sys.stderr)
     results = {name: r.as_dict(read_gbs) for name, r in reports.items() if r.seconds}
