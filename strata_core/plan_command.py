@@ -105,7 +105,7 @@ def make_plan(
     )
     if no_gpu is None:
         dirs = search_dirs(config.exe, env, ()) + [Path(d) for d in config.tuning.dirs]
-        plan = with_tuning(plan, manager, library_versions(args, env), dirs)
+        plan = with_tuning(plan, manager, library_versions(args, env, plan), dirs)
     row = device_dict(main, selection)
     return PlanOutcome(
         plan, row, selection, (*warnings, *plan.warnings), manager, config, path, no_gpu
@@ -141,19 +141,27 @@ def run_plan(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     return 0
 
 
-def library_versions(args: argparse.Namespace, env: Mapping[str, str]) -> dict:
-    """hipBLASLt and rocBLAS versions: given on the command line, else probed, except for a
-    card that is not in this PC."""
+def library_versions(args: argparse.Namespace, env: Mapping[str, str], plan: Plan) -> dict:
+    """hipBLASLt and rocBLAS versions: given on the command line, else probed where a table
+    decision needs one, except for a card that is not in this PC."""
     given = {
         "hipblaslt": versions.hipblaslt_number(args.hipblaslt) if args.hipblaslt else None,
         "rocblas": versions.rocblas_version(args.rocblas) if args.rocblas else None,
     }
-    if all(given.values()):
-        return {k: versions.LibraryVersion(v, "given") for k, v in given.items()}
+    values = {n: r.value for n, r in plan.switches.items()}
+    needed = {
+        "hipblaslt": values["STRATA_HIPBLASLT_TABLE"] == "on"
+        or values["STRATA_HIPBLASLT_TUNING"] is not None,
+        "rocblas": plan.device.gfx.startswith("gfx103")
+        or values["STRATA_ROCBLAS_TUNING"] is not None,
+    }
+    unknown = versions.LibraryVersion(None, "not needed: no table is asked for")
+    probed = dict.fromkeys(given, unknown)
     if args.device:
-        unknown = versions.LibraryVersion(None, "not probed: the card is not in this PC")
-        probed = dict.fromkeys(given, unknown)
-    else:
+        probed = dict.fromkeys(
+            given, versions.LibraryVersion(None, "not probed: the card is not in this PC")
+        )
+    elif any(needed[k] and not given[k] for k in given):
         probed = versions.probe(env, float(env.get("STRATA_HIP_PROBE_TIMEOUT", "15")))
     return {k: versions.LibraryVersion(v, "given") if v else probed[k] for k, v in given.items()}
 

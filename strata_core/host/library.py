@@ -31,7 +31,9 @@ class HostLibrary:
         if not path.is_file():
             raise StrataError(f"the host kernel library is missing at {path}; reinstall strata")
         self.ffi = ffi
-        self.lib = ffi.dlopen(str(path))
+        # Never unloaded: unloading a library whose OpenMP threads still exist crashes the
+        # process at exit.
+        self.lib = ffi.dlopen(str(path), ffi.RTLD_NOW | ffi.RTLD_NODELETE)
         self.path = path
         abi = self.lib.strata_abi_version()
         if abi != self.lib.STRATA_KERNEL_ABI_VERSION:
