@@ -25,7 +25,7 @@ from .errors import PluginError
 
 ENTRY_POINT_GROUP = "strata.arch"
 API_VERSION = 1
-SUPPORTED_API_VERSIONS = (1,)
+SUPPORTED_API_VERSIONS = (API_VERSION,)
 
 BUILTIN_PLUGINS = {
     "core": "strata_core.core_switches",
