@@ -145,14 +145,14 @@ ROW_256(row_avxvnni, dot_avxvnni)
 
 /* AVX-512 VNNI takes unsigned times signed bytes, so the weights go in as w + 128 (one
  * xor) and the extra 128 * sum(x) of each block is taken off through `correction`, which
- * holds -128 * sum(x_b) * xd[b] per block. Two rows at a time: two memory streams per
- * thread keep more reads in flight, and each x load serves both. */
+ * holds -128 * sum(x_b) * xd[b] per block. Four rows at a time: four memory streams per
+ * thread keep more reads in flight, and each x load serves them all. */
 __attribute__((target(AVX512)))
 static void rows_avx512(const int8_t *w, const uint16_t *d, int64_t count, const int8_t *x,
                         const float *xd, const float *correction, int64_t blocks, float *y) {
     const __m512i flip = _mm512_set1_epi8((char)0x80);
-    __m512 acc[2][2];
-    __m256 fix[2];
+    __m512 acc[4][2];
+    __m256 fix[4];
     for (int r = 0; r < count; r++) {
         acc[r][0] = acc[r][1] = _mm512_setzero_ps();
         fix[r] = _mm256_setzero_ps();
@@ -208,8 +208,8 @@ int strata_matvec_q8_0(const int8_t *qs, const uint16_t *d, const int8_t *xq, co
             correction[b] = -128.0f * (float)sum * xd[b];
         }
 #pragma omp parallel for schedule(static) if (rows * cols > (1 << 20))
-        for (int64_t r = 0; r < rows; r += 2)
-            rows_avx512(qs + r * cols, d + r * blocks, rows - r < 2 ? rows - r : 2, xq, xd,
+        for (int64_t r = 0; r < rows; r += 4)
+            rows_avx512(qs + r * cols, d + r * blocks, rows - r < 4 ? rows - r : 4, xq, xd,
                         correction, blocks, y + r);
         free(correction);
         return STRATA_OK;
