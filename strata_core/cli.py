@@ -315,8 +315,7 @@ def _devices(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from . import config as run_config
     from .report import device_dict, devices_text
 
-    path = run_config.find(args.config, env)
-    config = run_config.load(path) if path is not None else run_config.RunConfig()
+    _, config = run_config.find_and_load(args.config, env)
     _, found, assignments, selection, warnings = detect(
         args, env, device_choice(args, config), env.get("STRATA_ARCH_PLUGIN") or config.arch_plugin
     )

@@ -101,6 +101,12 @@ def find(given: Path | None, env: Mapping[str, str]) -> Path | None:
     return default if default.is_file() else None
 
 
+def find_and_load(given: Path | None, env: Mapping[str, str]) -> tuple[Path | None, RunConfig]:
+    """The run config that :func:`find` names, read; an empty one where there is none."""
+    path = find(given, env)
+    return path, load(path) if path is not None else RunConfig()
+
+
 def load(path: Path) -> RunConfig:
     """Read a run config; ``.json`` files are the engine's server config."""
     answer_cache.read(path.resolve())

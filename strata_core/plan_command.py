@@ -49,8 +49,7 @@ def make_plan(
 ) -> PlanOutcome:
     """The plan for the main card, a named card (--device), or the host backend when no AMD
     GPU can run. ``engine_args`` are the user's own engine arguments (they win)."""
-    path = run_config.find(args.config, env)
-    config = run_config.load(path) if path is not None else run_config.RunConfig()
+    path, config = run_config.find_and_load(args.config, env)
     chosen = env.get("STRATA_ARCH_PLUGIN") or config.arch_plugin
     no_gpu = None
     if args.device:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import answer_cache
+from .. import library_search
 from ..child import child_environment, run_json_module
 from ..hookspec import hookimpl
 from ..records import Detection, DetectionContext, DeviceReport
@@ -24,14 +24,7 @@ def strata_detect_devices(context: DetectionContext) -> Detection | None:
 
 
 def run_probe(context: DetectionContext) -> Detection:
-    answer_cache.read("/etc/ld.so.cache")
-    for library in (
-        context.env.get("STRATA_HIP_LIBRARY"),
-        context.env.get("ROCM_PATH"),
-        "/opt/rocm",
-    ):
-        if library:
-            answer_cache.stated(library)
+    library_search.record(context.env, "STRATA_HIP_LIBRARY")
     env = child_environment(context.env, _owned)
     answer, problem = run_json_module(
         "strata_core.detect.hip_probe", env, context.hip_timeout_s, "HIP runtime probe"

@@ -10,6 +10,8 @@ import json
 import os
 import sys
 
+from ..library_search import candidates
+
 CDEF = """
 typedef int hipError_t;
 hipError_t hipRuntimeGetVersion(int *runtimeVersion);
@@ -34,16 +36,8 @@ PROPS_BUFFER_BYTES = 4096
 
 
 def candidate_paths(env: dict[str, str]) -> list[str]:
-    """Library names to try, in order: an explicit STRATA_HIP_LIBRARY, then each soname
-    through the loader's search path, then under $ROCM_PATH/lib and /opt/rocm/lib."""
-    if env.get("STRATA_HIP_LIBRARY"):
-        return [env["STRATA_HIP_LIBRARY"]]
-    roots = [r for r in (env.get("ROCM_PATH"), "/opt/rocm") if r]
-    return [
-        name
-        for soname in SONAMES
-        for name in (soname, *(os.path.join(r, "lib", soname) for r in roots))
-    ]
+    """STRATA_HIP_LIBRARY, else each soname of SONAMES (strata_core.library_search)."""
+    return candidates(env, "STRATA_HIP_LIBRARY", SONAMES)
 
 
 def probe(env: dict[str, str]) -> dict:

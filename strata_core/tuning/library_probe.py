@@ -8,6 +8,8 @@ import json
 import os
 import sys
 
+from ..library_search import candidates
+
 CDEF = """
 typedef void *hipblasLtHandle_t;
 int hipblasLtCreate(hipblasLtHandle_t *handle);
@@ -22,23 +24,7 @@ ROCBLAS_SONAMES = ("librocblas.so.5", "librocblas.so.4", "librocblas.so")
 
 
 def _open(ffi, env: dict[str, str], variable: str, sonames: tuple[str, ...]):
-    names = (
-        [env[variable]]
-        if env.get(variable)
-        else [
-            path
-            for soname in sonames
-            for path in (
-                soname,
-                *(
-                    os.path.join(root, "lib", soname)
-                    for root in (env.get("ROCM_PATH"), "/opt/rocm")
-                    if root
-                ),
-            )
-        ]
-    )
-    for name in names:
+    for name in candidates(env, variable, sonames):
         try:
             return ffi.dlopen(name), name
         except OSError:

@@ -52,7 +52,7 @@ def search_dirs(exe: str | None, env: Mapping[str, str], plugin_dirs: Sequence[P
     return dirs + list(plugin_dirs)
 
 
-def _enabled(kind: Kind, table: Table, gfx: str, version: str | None) -> tuple[str, ...]:
+def _enabled(kind: Kind, table: Table) -> tuple[str, ...]:
     rows = len(table.rows)
     if kind is HIPBLASLT:
         return (
@@ -105,7 +105,7 @@ def _forced(
         True,
         f"{variable} is set (always kept)",
         len(table.rows),
-        _enabled(kind, table, gfx, version.version),
+        _enabled(kind, table),
         tuple(warnings),
         table,
     )
@@ -142,7 +142,7 @@ def find_table(
             True,
             f"{name} matches {arch} and {kind.library} {version.version}",
             len(table.rows),
-            _enabled(kind, table, arch, version.version),
+            _enabled(kind, table),
             tuple(warnings),
             table,
         )

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from .. import answer_cache
+from .. import library_search
 from ..child import child_environment, run_json_module
 from ..errors import StrataError
 
@@ -50,10 +50,8 @@ class LibraryVersion:
 
 def probe(env: Mapping[str, str], timeout_s: float) -> dict[str, LibraryVersion]:
     """Ask the installed hipBLASLt and rocBLAS, in a child process."""
-    answer_cache.read("/etc/ld.so.cache")
-    for root in (env.get("ROCM_PATH"), "/opt/rocm"):
-        if root:
-            answer_cache.stated(root)
+    for variable in ("STRATA_HIPBLASLT_LIBRARY", "STRATA_ROCBLAS_LIBRARY"):
+        library_search.record(env, variable)
     answer, problem = run_json_module(
         "strata_core.tuning.library_probe",
         child_environment(env, lambda k: k in LIBRARY_VARIABLES),

@@ -1,0 +1,32 @@
+"""Where a ROCm library is looked for: the file an override variable names, else each soname
+through the loader's search path, then under $ROCM_PATH/lib and /opt/rocm/lib."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+
+from . import answer_cache
+
+
+def _roots(env: Mapping[str, str]) -> list[str]:
+    return [root for root in (env.get("ROCM_PATH"), "/opt/rocm") if root]
+
+
+def candidates(env: Mapping[str, str], variable: str, sonames: Sequence[str]) -> list[str]:
+    """Library names to try, in order."""
+    if env.get(variable):
+        return [env[variable]]
+    return [
+        name
+        for soname in sonames
+        for name in (soname, *(os.path.join(root, "lib", soname) for root in _roots(env)))
+    ]
+
+
+def record(env: Mapping[str, str], variable: str) -> None:
+    """Tell the answer cache what a search depends on: the loader's cache and the roots."""
+    answer_cache.read("/etc/ld.so.cache")
+    for path in (env.get(variable), *_roots(env)):
+        if path:
+            answer_cache.stated(path)
