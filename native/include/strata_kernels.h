@@ -30,6 +30,14 @@
 #define STRATA_ROUTER_FAST 0   /* vectorised max passes */
 #define STRATA_ROUTER_PORTABLE 1
 
+/* Limits of the HIP kernels (the host kernels have none). */
+#define STRATA_ROUTER_MAX_K 32
+#define STRATA_TOPK_MAX_K 1024
+
+/* The HIP kernels have the same names and arguments (d and the GEMM's matrices as half);
+ * the declarations below are the host library's exports. */
+#ifndef __HIP__
+
 int strata_abi_version(void);
 /* Comma-separated operation names: "matvec_q8_0,router_topk,topk". */
 const char *strata_operations(void);
@@ -56,5 +64,7 @@ int strata_topk_variant_for(int64_t n);
 /* Reads bytes (a multiple of 8) with every thread and returns a checksum: the measure of
  * the machine's read bandwidth that matvec speeds are reported against. */
 uint64_t strata_read_bytes(const void *buffer, int64_t bytes);
+
+#endif /* __HIP__ */
 
 #endif

@@ -1,0 +1,103 @@
+"""Hatch build hook of the architecture plugins: compiles native/hip/strata_kernels.hip into
+one code object per target listed in the plugin's ``[tool.hatch.build.hooks.custom]``
+``targets`` and writes ``kernels/build.json`` beside the plugin's module, naming the compiler
+and each code object, or why there are none. A missing or unsuitable clang does not fail the
+build: the manifest says so, and `strata-core plugins` shows it.
+
+The compiler is STRATA_HIP_CLANG if set, else ROCm's clang, else Debian's clang-21/20/19 or
+plain clang; no ROCm install is needed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+
+SOURCE = Path("native/hip/strata_kernels.hip")
+HEADER = Path("native/include/strata_kernels.h")
+HOOK = Path("native/hip/build_hook.py")
+CLANG_NAMES = ("clang-21", "clang-20", "clang-19", "clang")
+
+
+def find_clang() -> str | None:
+    if os.environ.get("STRATA_HIP_CLANG"):
+        return os.environ["STRATA_HIP_CLANG"]
+    for root in (os.environ.get("ROCM_PATH"), "/opt/rocm"):
+        if root and os.access(Path(root, "llvm/bin/clang"), os.X_OK):
+            return str(Path(root, "llvm/bin/clang"))
+    return next((path for name in CLANG_NAMES if (path := shutil.which(name))), None)
+
+
+def compile_target(clang: str, native: Path, target: str, output: Path) -> str | None:
+    """Compile one code object; None on success, else the compiler's first error line."""
+    command = [
+        clang, "-x", "hip", f"--offload-arch={target}", "--cuda-device-only",
+        "--no-gpu-bundle-output", "-nogpulib", "-nogpuinc", "-O3", "-std=c++17",
+        f"-I{native / HEADER.parent.relative_to('native')}",
+        "-c", str(native / SOURCE.relative_to("native")), "-o", str(output),
+    ]  # fmt: skip
+    try:
+        done = subprocess.run(command, capture_output=True, text=True)
+    except OSError as exc:
+        return f"{clang} cannot run: {exc.strerror or exc}"
+    if done.returncode == 0:
+        return None
+    lines = [line for line in done.stderr.splitlines() if "error" in line] or [done.stderr]
+    return f"{Path(clang).name} failed for {target}: {lines[0].strip()}"
+
+
+class HipCodeObjects(BuildHookInterface):
+    PLUGIN_NAME = "custom"
+
+    def _native(self) -> Path:
+        root = Path(self.root)
+        for native in (root / "native", root.parent.parent / "native"):
+            if (native / SOURCE.relative_to("native")).is_file():
+                return native
+        raise RuntimeError(f"{SOURCE} is neither in {root} nor two folders up")
+
+    def initialize(self, version: str, build_data: dict) -> None:
+        native = self._native()
+        if self.target_name == "sdist":
+            for path in (SOURCE, HEADER):
+                build_data["force_include"][str(native / path.relative_to("native"))] = str(path)
+            build_data["force_include"][str(native / HOOK.relative_to("native"))] = "hip_build.py"
+            return
+        package = Path(self.root, "src", self.metadata.name.replace("-", "_"))
+        kernels = package / "kernels"
+        kernels.mkdir(exist_ok=True)
+        for stale in kernels.glob("*.hsaco"):
+            stale.unlink()
+        targets = list(self.config.get("targets", ()))
+        manifest: dict = {"source": SOURCE.name, "targets": targets, "code_objects": {}}
+        clang = find_clang()
+        if clang is None:
+            manifest["problem"] = (
+                "built without a HIP compiler (no STRATA_HIP_CLANG, ROCm clang or "
+                f"{', '.join(CLANG_NAMES)}): no code objects, nothing runs on the GPU"
+            )
+        else:
+            manifest["compiler"] = subprocess.run(
+                [clang, "--version"], capture_output=True, text=True
+            ).stdout.splitlines()[0]
+            failures = {}
+            for target in targets:
+                name = f"strata_kernels-{target}.hsaco"
+                problem = compile_target(clang, native, target, kernels / name)
+                if problem is None:
+                    manifest["code_objects"][target] = name
+                else:
+                    failures[target] = problem
+                    self.app.display_warning(problem)
+            if failures:
+                manifest["failures"] = failures
+        manifest_path = kernels / "build.json"
+        manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
+        if version != "editable":
+            for path in kernels.iterdir():
+                build_data["force_include"][str(path)] = str(path.relative_to(package.parent))

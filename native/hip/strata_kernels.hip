@@ -1,0 +1,381 @@
+// The strata kernel ABI (native/include/strata_kernels.h) as HIP kernels, one source for
+// every AMD target. Built with clang alone (no HIP headers, no ROCm device libraries), so
+// everything below uses clang's AMDGPU builtins.
+//
+// Per-architecture variants (AMD_HIP.md):
+//   int8 dot4   gfx11, gfx12: __builtin_amdgcn_sudot4 (v_dot4_i32_iu8)
+//               gfx103x, gfx906: __builtin_amdgcn_sdot4 (no iu8 form there)
+//   prompt GEMM gfx11: WMMA, 16 halves per lane; gfx12: WMMA, 8 halves per lane
+//               gfx103x, gfx906: FMA on LDS tiles
+//   gfx906      wave64; a logical 32-lane warp is half of the wavefront (the compat layer)
+// Every kernel runs workgroups of STRATA_BLOCK threads; the launcher reads that from the
+// code object's metadata and checks it.
+
+#include "strata_kernels.h"
+
+#define STRATA_BLOCK 256
+#define WARP 32
+#define WARPS_PER_BLOCK (STRATA_BLOCK / WARP)
+#define KERNEL                                                                              \
+  extern "C" __attribute__((global))                                                        \
+  __attribute__((amdgpu_flat_work_group_size(STRATA_BLOCK, STRATA_BLOCK)))
+#define DEVICE static __attribute__((device)) inline
+#define SHARED __attribute__((shared))
+
+#if defined(__GFX11__) || defined(__GFX12__)
+#define STRATA_DOT4_IU8 1
+#elif defined(__GFX9__) || defined(__GFX10__)
+#define STRATA_DOT4_I8 1
+#else
+#error "strata's HIP kernels target gfx906, gfx10, gfx11 and gfx12"
+#endif
+
+typedef _Float16 half8 __attribute__((ext_vector_type(8)));
+typedef _Float16 half16 __attribute__((ext_vector_type(16)));
+typedef float float8 __attribute__((ext_vector_type(8)));
+
+// What the host reads from the code object without a GPU: the ABI it implements and its
+// operations (the kernels below).
+extern "C" __attribute__((device)) const int strata_abi_version = STRATA_KERNEL_ABI_VERSION;
+extern "C" __attribute__((device)) const char strata_operations[] =
+    "matvec_q8_0,router_topk,topk,prompt_gemm";
+
+DEVICE unsigned thread_id() { return __builtin_amdgcn_workitem_id_x(); }
+DEVICE unsigned block_id() { return __builtin_amdgcn_workgroup_id_x(); }
+DEVICE unsigned warp_lane() { return thread_id() % WARP; }
+
+DEVICE void sync_block() {
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+  __builtin_amdgcn_s_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+}
+
+// Lane l of a logical warp reads lane l ^ mask of the same warp. ds_bpermute addresses the
+// hardware wavefront; mask < 32 keeps a wave64 read inside its own 32-lane half.
+DEVICE int warp_xor(int value, int mask) {
+  unsigned lane = __builtin_amdgcn_mbcnt_lo(~0u, 0u);
+#if defined(__GFX9__)
+  lane = __builtin_amdgcn_mbcnt_hi(~0u, lane);
+#endif
+  return __builtin_amdgcn_ds_bpermute((int)((lane ^ mask) << 2), value);
+}
+DEVICE float warp_xor(float value, int mask) {
+  return __builtin_bit_cast(float, warp_xor(__builtin_bit_cast(int, value), mask));
+}
+DEVICE unsigned warp_xor(unsigned value, int mask) {
+  return (unsigned)warp_xor((int)value, mask);
+}
+
+DEVICE int dot4(int a, int b, int acc) {
+#if STRATA_DOT4_IU8
+  return __builtin_amdgcn_sudot4(true, a, true, b, acc, false);
+#else
+  return __builtin_amdgcn_sdot4(a, b, acc, false);
+#endif
+}
+
+// Scores as unsigned keys whose order is the float order; NaN is the smallest key.
+DEVICE unsigned order_key(float value) {
+  if (value != value) return 0u;
+  unsigned bits = __builtin_bit_cast(unsigned, value);
+  return (bits & 0x80000000u) ? ~bits : bits | 0x80000000u;
+}
+
+// (key, id) before (key', id'): larger key first, then the lower id.
+DEVICE bool ranks_before(unsigned key, int id, unsigned other_key, int other_id) {
+  return key > other_key || (key == other_key && id < other_id);
+}
+
+// ---------------------------------------------------------------------------------------
+// matvec_q8_0: one logical warp per row; lane l takes Q8_0 blocks l, l + 32, ...
+
+KERNEL void strata_matvec_q8_0(const int8_t *qs, const _Float16 *d, const int8_t *xq,
+                               const float *xd, float *y, int64_t rows, int64_t cols) {
+  int64_t row = (int64_t)block_id() * WARPS_PER_BLOCK + thread_id() / WARP;
+  if (row >= rows) return;
+  int64_t blocks = cols / STRATA_Q8_BLOCK;
+  const int *weights = (const int *)(qs + row * cols);
+  const int *activations = (const int *)xq;
+  float sum = 0.0f;
+  for (int64_t b = warp_lane(); b < blocks; b += WARP) {
+    int dot = 0;
+#pragma unroll
+    for (int w = 0; w < STRATA_Q8_BLOCK / 4; ++w)
+      dot = dot4(weights[b * 8 + w], activations[b * 8 + w], dot);
+    sum += (float)d[row * blocks + b] * xd[b] * (float)dot;
+  }
+  for (int mask = WARP / 2; mask > 0; mask /= 2) sum += warp_xor(sum, mask);
+  if (warp_lane() == 0) y[row] = sum;
+}
+
+// ---------------------------------------------------------------------------------------
+// router_topk: the k best experts of each token, then a softmax over them.
+
+DEVICE void router_softmax(const float *best, int k, float *weights) {
+  float total = 0.0f;
+  for (int j = 0; j < k; ++j) total += __builtin_expf(best[j] - best[0]);
+  for (int j = 0; j < k; ++j) weights[j] = __builtin_expf(best[j] - best[0]) / total;
+}
+
+// Fast: one logical warp per token; k rounds of a warp-wide arg-max over the experts that
+// rank after the previous winner.
+DEVICE void router_fast(const float *logits, int64_t tokens, int64_t experts, int k,
+                        int32_t *ids, float *weights) {
+  int64_t token = (int64_t)block_id() * WARPS_PER_BLOCK + thread_id() / WARP;
+  if (token >= tokens) return;
+  const float *row = logits + token * experts;
+  unsigned last_key = 0xffffffffu;
+  int last_id = -1;
+  float best[STRATA_ROUTER_MAX_K];
+  for (int j = 0; j < k; ++j) {
+    unsigned key = 0;
+    int id = 0x7fffffff;
+    for (int64_t e = warp_lane(); e < experts; e += WARP) {
+      unsigned candidate = order_key(row[e]);
+      bool after_last = ranks_before(last_key, last_id, candidate, (int)e);
+      if (after_last && ranks_before(candidate, (int)e, key, id)) {
+        key = candidate;
+        id = (int)e;
+      }
+    }
+    for (int mask = WARP / 2; mask > 0; mask /= 2) {
+      unsigned other_key = warp_xor(key, mask);
+      int other_id = warp_xor(id, mask);
+      if (ranks_before(other_key, other_id, key, id)) {
+        key = other_key;
+        id = other_id;
+      }
+    }
+    last_key = key;
+    last_id = id;
+    best[j] = row[id];
+    if (warp_lane() == 0) ids[token * k + j] = id;
+  }
+  if (warp_lane() == 0) router_softmax(best, k, weights + token * k);
+}
+
+// Portable: one thread per token, insertion into a sorted list of k.
+DEVICE void router_portable(const float *logits, int64_t tokens, int64_t experts, int k,
+                            int32_t *ids, float *weights) {
+  int64_t token = (int64_t)block_id() * STRATA_BLOCK + thread_id();
+  if (token >= tokens) return;
+  const float *row = logits + token * experts;
+  unsigned keys[STRATA_ROUTER_MAX_K];
+  int best_ids[STRATA_ROUTER_MAX_K];
+  int held = 0;
+  for (int e = 0; e < experts; ++e) {
+    unsigned key = order_key(row[e]);
+    if (held == k && !ranks_before(key, e, keys[k - 1], best_ids[k - 1])) continue;
+    int at = held < k ? held++ : k - 1;
+    while (at > 0 && ranks_before(key, e, keys[at - 1], best_ids[at - 1])) {
+      keys[at] = keys[at - 1];
+      best_ids[at] = best_ids[at - 1];
+      --at;
+    }
+    keys[at] = key;
+    best_ids[at] = e;
+  }
+  float best[STRATA_ROUTER_MAX_K];
+  for (int j = 0; j < k; ++j) {
+    best[j] = row[best_ids[j]];
+    ids[token * k + j] = best_ids[j];
+  }
+  router_softmax(best, k, weights + token * k);
+}
+
+KERNEL void strata_router_topk(const float *logits, int64_t tokens, int64_t experts, int k,
+                               int32_t *ids, float *weights, int variant) {
+  if (variant == STRATA_ROUTER_FAST)
+    router_fast(logits, tokens, experts, k, ids, weights);
+  else
+    router_portable(logits, tokens, experts, k, ids, weights);
+}
+
+// ---------------------------------------------------------------------------------------
+// topk: one workgroup. A radix select over the order keys (four 8-bit digits) finds the
+// k-th key; the keys above it and the first ties by index are gathered in index order and
+// sorted in LDS. Every variant code is accepted: the GPU has this one kernel for all bands.
+
+#define TOPK_BINS 256
+
+SHARED unsigned topk_histogram[TOPK_BINS];
+SHARED unsigned topk_prefix, topk_needed;
+SHARED unsigned topk_counts[STRATA_BLOCK][2];
+SHARED unsigned topk_keys[STRATA_TOPK_MAX_K];
+SHARED int topk_ids[STRATA_TOPK_MAX_K];
+
+KERNEL void strata_topk(const float *scores, int64_t n, int k, int32_t *ids, float *values,
+                        int variant) {
+  (void)variant;
+  unsigned t = thread_id();
+  if (t == 0) {
+    topk_prefix = 0;
+    topk_needed = (unsigned)k;
+  }
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    unsigned high_mask = shift == 24 ? 0u : ~0u << (shift + 8);
+    for (unsigned b = t; b < TOPK_BINS; b += STRATA_BLOCK) topk_histogram[b] = 0;
+    sync_block();
+    unsigned prefix = topk_prefix;
+    for (int64_t i = t; i < n; i += STRATA_BLOCK) {
+      unsigned key = order_key(scores[i]);
+      if ((key & high_mask) == prefix)
+        __atomic_fetch_add(&topk_histogram[(key >> shift) & 0xff], 1u, __ATOMIC_RELAXED);
+    }
+    sync_block();
+    if (t == 0) {
+      unsigned needed = topk_needed;
+      int digit = TOPK_BINS - 1;
+      while (topk_histogram[digit] < needed) needed -= topk_histogram[digit--];
+      topk_prefix = prefix | ((unsigned)digit << shift);
+      topk_needed = needed;
+    }
+    sync_block();
+  }
+  unsigned threshold = topk_prefix, ties_taken = topk_needed;
+
+  // Each thread owns a contiguous slice, so that ties are taken in index order.
+  int64_t slice = (n + STRATA_BLOCK - 1) / STRATA_BLOCK;
+  int64_t begin = t * slice, end = begin + slice < n ? begin + slice : n;
+  unsigned above = 0, ties = 0;
+  for (int64_t i = begin; i < end; ++i) {
+    unsigned key = order_key(scores[i]);
+    above += key > threshold;
+    ties += key == threshold;
+  }
+  topk_counts[t][0] = above;
+  topk_counts[t][1] = ties;
+  sync_block();
+  if (t == 0) {
+    unsigned above_total = 0, ties_total = 0;
+    for (int s = 0; s < STRATA_BLOCK; ++s) {
+      unsigned a = topk_counts[s][0], e = topk_counts[s][1];
+      topk_counts[s][0] = above_total;
+      topk_counts[s][1] = ties_total;
+      above_total += a;
+      ties_total += e;
+    }
+    topk_prefix = above_total;
+  }
+  sync_block();
+  unsigned at_above = topk_counts[t][0], at_tie = topk_counts[t][1];
+  unsigned ties_base = topk_prefix;
+  for (int64_t i = begin; i < end; ++i) {
+    unsigned key = order_key(scores[i]);
+    if (key > threshold) {
+      topk_keys[at_above] = key;
+      topk_ids[at_above++] = (int)i;
+    } else if (key == threshold && at_tie < ties_taken) {
+      topk_keys[ties_base + at_tie] = key;
+      topk_ids[ties_base + at_tie++] = (int)i;
+    } else if (key == threshold) {
+      ++at_tie;
+    }
+  }
+  sync_block();
+
+  // Bitonic sort of the k picks, padded to a power of two with keys that sort last.
+  unsigned width = 1;
+  while (width < (unsigned)k) width *= 2;
+  for (unsigned i = k + t; i < width; i += STRATA_BLOCK) {
+    topk_keys[i] = 0;
+    topk_ids[i] = 0x7fffffff;
+  }
+  sync_block();
+  for (unsigned size = 2; size <= width; size *= 2) {
+    for (unsigned stride = size / 2; stride > 0; stride /= 2) {
+      for (unsigned i = t; i < width; i += STRATA_BLOCK) {
+        unsigned j = i ^ stride;
+        if (j > i) {
+          bool descending = (i & size) == 0;
+          bool swap = ranks_before(topk_keys[j], topk_ids[j], topk_keys[i], topk_ids[i]);
+          if (swap == descending) {
+            unsigned key = topk_keys[i];
+            int id = topk_ids[i];
+            topk_keys[i] = topk_keys[j];
+            topk_ids[i] = topk_ids[j];
+            topk_keys[j] = key;
+            topk_ids[j] = id;
+          }
+        }
+      }
+      sync_block();
+    }
+  }
+  for (unsigned i = t; i < (unsigned)k; i += STRATA_BLOCK) {
+    ids[i] = topk_ids[i];
+    values[i] = scores[topk_ids[i]];
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// prompt_gemm: c[m][n] = sum over k of a[m][k] * w[n][k]; half inputs, float output.
+
+#define TILE 16
+
+DEVICE _Float16 load_or_zero(const _Float16 *matrix, int64_t row, int64_t rows, int64_t col,
+                             int64_t cols) {
+  return row < rows && col < cols ? matrix[row * cols + col] : (_Float16)0.0f;
+}
+
+#if defined(__GFX11__) || defined(__GFX12__)
+// Each logical warp computes one 16 x 16 tile of c on the matrix cores.
+KERNEL void strata_prompt_gemm(const _Float16 *a, const _Float16 *w, float *c, int64_t m,
+                               int64_t n, int64_t k) {
+  int64_t tiles_n = (n + TILE - 1) / TILE;
+  int64_t tile = (int64_t)block_id() * WARPS_PER_BLOCK + thread_id() / WARP;
+  if (tile >= tiles_n * ((m + TILE - 1) / TILE)) return;
+  int64_t row0 = tile / tiles_n * TILE, col0 = tile % tiles_n * TILE;
+  unsigned lane = warp_lane();
+  float8 acc = {};
+  for (int64_t k0 = 0; k0 < k; k0 += TILE) {
+#if defined(__GFX11__)
+    // gfx11: lane l holds all 16 k of row (l % 16) of a and of column (l % 16) of b;
+    // result i of lane l is row 2i + l / 16.
+    half16 a_part, b_part;
+    for (int i = 0; i < 16; ++i) {
+      a_part[i] = load_or_zero(a, row0 + lane % 16, m, k0 + i, k);
+      b_part[i] = load_or_zero(w, col0 + lane % 16, n, k0 + i, k);
+    }
+    acc = __builtin_amdgcn_wmma_f32_16x16x16_f16_w32(a_part, b_part, acc);
+#else
+    // gfx12: lane l holds 8 k, (l / 16) * 8 onwards; result i of lane l is row i + 8 (l / 16).
+    half8 a_part, b_part;
+    for (int i = 0; i < 8; ++i) {
+      a_part[i] = load_or_zero(a, row0 + lane % 16, m, k0 + lane / 16 * 8 + i, k);
+      b_part[i] = load_or_zero(w, col0 + lane % 16, n, k0 + lane / 16 * 8 + i, k);
+    }
+    acc = __builtin_amdgcn_wmma_f32_16x16x16_f16_w32_gfx12(a_part, b_part, acc);
+#endif
+  }
+  for (int i = 0; i < 8; ++i) {
+#if defined(__GFX11__)
+    int64_t row = row0 + 2 * i + lane / 16;
+#else
+    int64_t row = row0 + i + 8 * (lane / 16);
+#endif
+    int64_t col = col0 + lane % 16;
+    if (row < m && col < n) c[row * n + col] = acc[i];
+  }
+}
+#else
+// Each workgroup computes one 16 x 16 tile of c, one element per thread, from LDS tiles.
+SHARED float gemm_a[TILE][TILE + 1];
+SHARED float gemm_w[TILE][TILE + 1];
+
+KERNEL void strata_prompt_gemm(const _Float16 *a, const _Float16 *w, float *c, int64_t m,
+                               int64_t n, int64_t k) {
+  int64_t tiles_n = (n + TILE - 1) / TILE;
+  int64_t row0 = block_id() / tiles_n * TILE, col0 = block_id() % tiles_n * TILE;
+  unsigned ty = thread_id() / TILE, tx = thread_id() % TILE;
+  float acc = 0.0f;
+  for (int64_t k0 = 0; k0 < k; k0 += TILE) {
+    gemm_a[ty][tx] = (float)load_or_zero(a, row0 + ty, m, k0 + tx, k);
+    gemm_w[ty][tx] = (float)load_or_zero(w, col0 + ty, n, k0 + tx, k);
+    sync_block();
+    for (int i = 0; i < TILE; ++i) acc = __builtin_fmaf(gemm_a[ty][i], gemm_w[tx][i], acc);
+    sync_block();
+  }
+  if (row0 + ty < m && col0 + tx < n) c[(row0 + ty) * n + col0 + tx] = acc;
+}
+#endif

@@ -1,0 +1,1 @@
+../../native/hip/build_hook.py
