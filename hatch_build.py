@@ -1,6 +1,6 @@
 """Build hook: compiles the host kernel library (native/host) with the C compiler and writes
-its out-of-line cffi ABI module, both into strata_core/host/, so that wheels and editable
-installs carry them beside the code that loads them."""
+the out-of-line cffi ABI modules of that library and of the HIP runtime, each beside the code
+that loads it, so that wheels and editable installs carry them."""
 
 from __future__ import annotations
 
@@ -16,7 +16,11 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 HEADER = Path("native/include/strata_kernels.h")
 SOURCES = [Path("native/host/strata_host.c")]
 LIBRARY = Path("strata_core/host/libstrata_host.so")
-FFI_MODULE = Path("strata_core/host/_host_ffi.py")
+#: out-of-line cffi module: the header it declares
+FFI_MODULES = {
+    Path("strata_core/host/_host_ffi.py"): HEADER,
+    Path("strata_core/hip/_hip_ffi.py"): Path("native/include/strata_hip_runtime.h"),
+}
 
 
 def cdef_from_header(text: str) -> str:
@@ -36,7 +40,7 @@ class NativeHostLibrary(BuildHookInterface):
 
     def initialize(self, version: str, build_data: dict) -> None:
         root = Path(self.root)
-        library, module = root / LIBRARY, root / FFI_MODULE
+        library = root / LIBRARY
         compiler = shlex.split(os.environ.get("CC", "cc"))
         command = [
             *compiler,
@@ -62,10 +66,11 @@ class NativeHostLibrary(BuildHookInterface):
 
         import cffi
 
-        ffi = cffi.FFI()
-        ffi.cdef(cdef_from_header((root / HEADER).read_text()))
-        ffi.set_source("strata_core.host._host_ffi", None)
-        ffi.emit_python_code(str(module))
+        for module, header in FFI_MODULES.items():
+            ffi = cffi.FFI()
+            ffi.cdef(cdef_from_header((root / header).read_text()))
+            ffi.set_source(".".join(module.with_suffix("").parts), None)
+            ffi.emit_python_code(str(root / module))
 
         build_data["pure_python"] = False
         build_data["tag"] = (
@@ -73,4 +78,5 @@ class NativeHostLibrary(BuildHookInterface):
         )
         if version != "editable":
             build_data["force_include"][str(library)] = str(LIBRARY)
-            build_data["force_include"][str(module)] = str(FFI_MODULE)
+            for module in FFI_MODULES:
+                build_data["force_include"][str(root / module)] = str(module)

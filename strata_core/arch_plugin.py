@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from .hookspec import hookimpl
 from .kernels import hip_choices
-from .records import Claim, Device, KernelChoice, RunContext, Workload
+from .records import Claim, Device, KernelChoice, KernelLibrary, RunContext, Workload
 from .switches import Defaults, Rule, Switch, apply_rules
 
 EXACT_MATCH = 100
@@ -21,6 +21,7 @@ PATTERN_MATCH = 50
 class ArchPlugin:
     """Subclass it, set ``targets`` and ``wave_size``, and declare ``strata_api_version``;
     ``switches`` are the switches only this plugin's build reads, ``rules`` its defaults.
+    The kernel library is read from ``kernels/build.json`` beside the subclass's module.
 
     The API version is not inherited on purpose: each plugin states the version it was
     written against, and the manager checks it.
@@ -49,9 +50,19 @@ class ArchPlugin:
                 return Claim(PATTERN_MATCH, f"carries code for {pattern}")
         return Claim.refuse(f"carries code for {', '.join(self.targets)}, not {device.gfx}")
 
+    @property
+    def package_dir(self) -> Path:
+        return Path(sys.modules[type(self).__module__].__file__).parent
+
     @hookimpl
     def strata_tuning_dirs(self, device: Device) -> tuple[Path, ...]:
-        return (Path(sys.modules[type(self).__module__].__file__).parent / "tuning",)
+        return (self.package_dir / "tuning",)
+
+    @hookimpl
+    def strata_kernel_library(self) -> KernelLibrary:
+        from .hip import manifest
+
+        return manifest.load(self.package_dir / "kernels")
 
     @hookimpl
     def strata_select_kernels(

@@ -239,20 +239,18 @@ def warn(lines: Sequence[str]) -> None:
 
 def _plugins(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from .manager import PluginManager
+    from .records import KernelLibrary
     from .report import plugin_dict, plugins_text
 
     manager = PluginManager.discover(env)
+    libraries = dict(manager.call_each("strata_kernel_library", expected=KernelLibrary))
     records = list(manager.records.values())
     if args.json:
-        print(
-            json.dumps(
-                {"plugins": [plugin_dict(r) for r in records], "problems": manager.problems},
-                indent=2,
-            )
-        )
+        plugins = [plugin_dict(r, libraries.get(r.name)) for r in records]
+        print(json.dumps({"plugins": plugins, "problems": manager.problems}, indent=2))
     else:
         warn(manager.problems)
-        print(plugins_text(records))
+        print(plugins_text(records, libraries))
     return 0
 
 

@@ -20,6 +20,7 @@ from .records import (
     DetectionContext,
     Device,
     KernelChoice,
+    KernelLibrary,
     RunContext,
     Workload,
 )
@@ -134,4 +135,18 @@ def strata_select_kernels(
       from STRATA_HIP_WMMA_MIN_Q queries), the top-k band by cell count, the fast or the
       old router;
     - one KernelChoice per operation; a reason that names the fact or switch that decided.
+    """
+
+
+@hookspec
+def strata_kernel_library() -> KernelLibrary | None:
+    """This plugin's HIP kernel library: the code objects its build made, one per target.
+
+    Contract:
+    - cheap and side-effect free: read the build manifest, load no native code;
+    - ``KernelLibrary.targets`` are the targets the build was asked for, the same as
+      ``strata_arch_targets``; a target without a code object (no suitable clang at build
+      time, a compiler that failed) is absent from ``code_objects``, and ``problems`` says
+      why, in lines `strata-core plugins` prints as they are;
+    - None means the plugin runs nothing on the GPU by design (a detector, the host).
     """

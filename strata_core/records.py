@@ -137,3 +137,19 @@ class KernelChoice:
     op: str
     variant: str
     reason: str
+
+
+@attrs.frozen
+class KernelLibrary:
+    """A plugin's HIP kernel library as its build left it: one code object per target."""
+
+    directory: Path
+    targets: tuple[str, ...]
+    code_objects: Mapping[str, Path] = attrs.field(factory=dict)
+    compiler: str | None = None
+    problems: tuple[str, ...] = ()
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """Targets the build was asked for that have no code object."""
+        return tuple(t for t in self.targets if t not in self.code_objects)

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from . import archdb
 from .claims import Assignment
 from .manager import PluginRecord
+from .records import KernelLibrary
 from .selection import Selection
 
 GIB = 1 << 30
 
 
-def plugin_dict(record: PluginRecord) -> dict:
+def plugin_dict(record: PluginRecord, library: KernelLibrary | None) -> dict:
     return {
         "name": record.name,
         "distribution": record.distribution,
@@ -22,10 +23,39 @@ def plugin_dict(record: PluginRecord) -> dict:
         "status": record.status.value,
         "why": record.why,
         "builtin": record.builtin,
+        "kernel_library": None if library is None else library_dict(library),
     }
 
 
-def plugins_text(records: Sequence[PluginRecord]) -> str:
+def library_dict(library: KernelLibrary) -> dict:
+    return {
+        "directory": str(library.directory),
+        "targets": list(library.targets),
+        "code_objects": {t: str(p) for t, p in library.code_objects.items()},
+        "compiler": library.compiler,
+        "problems": list(library.problems),
+    }
+
+
+def library_lines(name: str, library: KernelLibrary) -> list[str]:
+    """What `strata-core plugins` says of one plugin's kernel library."""
+    lines = [
+        f"{name}: {target} {path.name}" for target, path in library.code_objects.items()
+    ]
+    if library.code_objects and library.compiler:
+        lines.append(f"{name}: built by {library.compiler}")
+    if library.missing:
+        lines.append(
+            f"{name}: no code object for {', '.join(library.missing)}: nothing runs on those "
+            "GPUs (the host backend runs instead)"
+        )
+    lines += [f"{name}: {problem}" for problem in library.problems]
+    return lines
+
+
+def plugins_text(
+    records: Sequence[PluginRecord], libraries: Mapping[str, KernelLibrary]
+) -> str:
     rows = [("name", "distribution", "version", "api", "archs", "status")]
     for r in records:
         rows.append(
@@ -39,10 +69,14 @@ def plugins_text(records: Sequence[PluginRecord]) -> str:
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
-    return "\n".join(
+    lines = [
         "  ".join(cell.ljust(w) for cell, w in zip(row[:5], widths, strict=True)) + "  " + row[5]
         for row in rows
-    )
+    ]
+    if libraries:
+        lines += ["", "kernel libraries (HIP code objects):"]
+        lines += [f"  {line}" for n, lib in libraries.items() for line in library_lines(n, lib)]
+    return "\n".join(lines)
 
 
 def device_dict(assignment: Assignment, selection: Selection) -> dict:

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 
+import attrs
+
 from .cli import warn
 from .errors import StrataError
 from .plan_command import PlanOutcome, make_plan
@@ -42,37 +44,89 @@ def start_engine(outcome: PlanOutcome, env: Mapping[str, str], engine: Sequence[
 
 def run_workload(args: argparse.Namespace, env: Mapping[str, str], outcome: PlanOutcome) -> int:
     from . import profile
+    from .hip.backend import NoGpuRun, gpu_backend, open_gpu
     from .host.library import HostLibrary
-    from .host.platform import blas_version, isa_level
-    from .host.workload import read_bandwidth, run
+    from .records import KernelLibrary
     from .tuning.dispatch import TunedDispatch
-    from .tuning.lookup import data_dir, decide_host, search_dirs
 
     plan = outcome.plan
     workload = profile.load(args.profile)
+    gpu = None
     if plan.plugin != "host":
-        print(
-            f"{plan.plugin} carries no kernel library in this version; the host backend runs "
-            "the workload",
-            file=sys.stderr,
+        libraries = outcome.manager.call_each(
+            "strata_kernel_library", expected=KernelLibrary, only=(plan.plugin,)
         )
-        from .host.plugin import host_device
-        from .plan import build_plan
-
-        plan = build_plan(
-            outcome.manager,
-            host_device(),
-            "host",
-            plan.context,
-            env,
-            outcome.config.env,
-            outcome.config.args,
-            str(outcome.config_path or "the run config"),
-            workload,
-        )
+        try:
+            gpu = open_gpu(plan.plugin, dict(libraries).get(plan.plugin), plan.device, env)
+        except NoGpuRun as why:
+            print(f"{why}; the host backend runs the workload", file=sys.stderr)
+            plan = _host_plan(outcome, env, workload)
     os.environ.update({k: v for k, v in plan.engine_env().items() if k == "STRATA_HOST_ISA"})
     lib = HostLibrary()
     threads = lib.set_threads(args.threads)
+    if gpu is None:
+        return _run_on_host(args, env, plan, workload, lib, threads)
+
+    from .host.workload import run
+
+    kernels = dict(plan.kernels) | {
+        "topk": attrs.evolve(
+            plan.kernels["topk"],
+            variant="radix",
+            reason="the HIP library's one top-k kernel (a radix select) serves every band",
+        )
+    }
+    dispatch = TunedDispatch(None, f"{plan.plugin} GEMM")
+    backend = gpu_backend(gpu.kernels, lib)
+    reports = run(backend, workload, kernels, dispatch, progress=sys.stderr)
+    results = {name: r.as_dict(0.0) for name, r in reports.items() if r.seconds}
+    code = gpu.kernels.code
+    if args.json:
+        _print_json(
+            {
+                "backend": "hip",
+                "plugin": plan.plugin,
+                "card": gpu.card.name,
+                "target": gpu.card.gfx,
+                "code_object": str(code.path),
+                "runtime": gpu.runtime_path,
+                "workload": workload.name,
+                "kernels": results,
+            }
+        )
+        return 0
+    print(
+        f"GPU backend: {plan.plugin} {code.path.name} on {gpu.card.name} ({gpu.card.gfx}), "
+        f"HIP runtime {gpu.runtime_path}; workload {workload.name}; every result checked "
+        "against the host backend"
+    )
+    _print_results(results, share_of_read=False)
+    return 0
+
+
+def _host_plan(outcome: PlanOutcome, env: Mapping[str, str], workload):
+    from .host.plugin import host_device
+    from .plan import build_plan
+
+    return build_plan(
+        outcome.manager,
+        host_device(),
+        "host",
+        outcome.plan.context,
+        env,
+        outcome.config.env,
+        outcome.config.args,
+        str(outcome.config_path or "the run config"),
+        workload,
+    )
+
+
+def _run_on_host(args, env, plan, workload, lib, threads: int) -> int:
+    from .host.platform import blas_version, isa_level
+    from .host.workload import host_backend, read_bandwidth, run
+    from .tuning.dispatch import TunedDispatch
+    from .tuning.lookup import data_dir, decide_host, search_dirs
+
     dirs = [*search_dirs(None, env, ()), data_dir(env)]
     table = decide_host(isa_level(), blas_version(), dirs)
     for line in table.log:
@@ -80,36 +134,45 @@ def run_workload(args: argparse.Namespace, env: Mapping[str, str], outcome: Plan
     verbose = env.get("STRATA_HIPBLASLT_VERBOSE") == "1"
     dispatch = TunedDispatch(table.loaded, "host BLAS", verbose=verbose)
     read_gbs = read_bandwidth(lib)
-    reports = run(lib, workload, plan.kernels, dispatch, progress=sys.stderr)
+    reports = run(host_backend(lib), workload, plan.kernels, dispatch, progress=sys.stderr)
     if verbose:
         print(dispatch.summary(), file=sys.stderr)
     results = {name: r.as_dict(read_gbs) for name, r in reports.items() if r.seconds}
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "backend": "host",
-                    "library": str(lib.path),
-                    "isa": lib.isa,
-                    "threads": threads,
-                    "read_bandwidth_gbs": round(read_gbs, 2),
-                    "workload": workload.name,
-                    "tuning": table.as_dict(),
-                    "kernels": results,
-                },
-                indent=2,
-            )
+        _print_json(
+            {
+                "backend": "host",
+                "library": str(lib.path),
+                "isa": lib.isa,
+                "threads": threads,
+                "read_bandwidth_gbs": round(read_gbs, 2),
+                "workload": workload.name,
+                "tuning": table.as_dict(),
+                "kernels": results,
+            }
         )
         return 0
     print(
         f"host backend: {lib.path.name}, {lib.isa}, {threads} threads; DRAM read "
         f"{read_gbs:.1f} GB/s; workload {workload.name}"
     )
+    _print_results(results, share_of_read=True)
+    return 0
+
+
+def _print_json(document: dict) -> None:
+    print(json.dumps(document, indent=2))
+
+
+def _print_results(results: Mapping[str, dict], share_of_read: bool) -> None:
     for name, result in results.items():
-        share = f", {result['bandwidth_of_read']:.0%} of DRAM read" if name == "matvec_q8_0" else ""
+        share = (
+            f", {result['bandwidth_of_read']:.0%} of DRAM read"
+            if share_of_read and name == "matvec_q8_0"
+            else ""
+        )
         print(
-            f"  {name:<20} {result['variant']:<11} {result['calls']:>3} calls, checked "
+            f"  {name:<20} {result['variant']:<15} {result['calls']:>3} calls, checked "
             f"{result['checked']}: {result['median_ms']:.3f} ms, {result['throughput']:,.1f} "
             f"{result['unit']}, {result['bandwidth_gbs']:.1f} GB/s{share}"
         )
-    return 0

@@ -20,6 +20,7 @@ def test_plugins_json_lists_every_in_tree_plugin(env):
     plugins = {
         p["name"]: p for p in json.loads(run("plugins", "--json", env=env).stdout)["plugins"]
     }
+    library = plugins["hip_rdna4"].pop("kernel_library")
     assert plugins["hip_rdna4"] == {
         "name": "hip_rdna4",
         "distribution": "strata-hip-rdna4",
@@ -32,11 +33,18 @@ def test_plugins_json_lists_every_in_tree_plugin(env):
     }
     assert plugins["igpu"]["archs"] == ["gfx1103", "gfx1150", "gfx1151", "gfx1152"]
     assert plugins["kfd"]["builtin"] and plugins["hip"]["builtin"]
+    assert library["targets"] == ["gfx1200", "gfx1201"]
+    assert {t: p.rsplit("/", 1)[1] for t, p in library["code_objects"].items()} == {
+        "gfx1200": "strata_kernels-gfx1200.hsaco",
+        "gfx1201": "strata_kernels-gfx1201.hsaco",
+    }
+    assert library["problems"] == [] and "clang" in library["compiler"]
+    assert plugins["host"]["kernel_library"] is None
 
 
 def test_plugins_text_shows_status_and_why(env):
     out = run("plugins", env=env | {"STRATA_DISABLE_PLUGINS": "gfx906"}).stdout.splitlines()
-    rows = {line.split()[0]: line.split() for line in out}
+    rows = {line.split()[0]: line.split() for line in out[: out.index("")]}
     assert rows["hip_rdna2"][1:] == ["strata-hip-rdna2", "0.1.0", "1", "gfx1030,gfx1031", "active"]
     # A disabled plugin is not even imported: its API version and targets are unknown.
     assert rows["gfx906"][1:] == [

@@ -58,12 +58,24 @@ def test_human_report(env, tmp_path):
     assert "  matvec_q8_0" in out and "checked 3" in out
 
 
-def test_a_gpu_without_a_kernel_library_runs_on_the_host(env, tmp_path):
+def test_a_card_the_hip_runtime_does_not_see_runs_on_the_host(env, tmp_path):
     root = write_sysfs(tmp_path, [R9700])
-    result = run("--json", "--profile", str(TINY), "--sysfs", str(root), env=env)
+    hip = env | {"STRATA_HIP_LIBRARY": "libamdhip64.so.5"}
+    result = run("--json", "--profile", str(TINY), "--sysfs", str(root), env=hip)
     assert (
-        "hip_rdna4 carries no kernel library in this version; the host backend runs the workload"
-    ) in result.stderr
+        "the HIP runtime libamdhip64.so.5 reports no device; the host backend runs the workload"
+    ) in result.stderr.splitlines()
+    assert json.loads(result.stdout)["backend"] == "host"
+
+
+def test_a_card_without_a_hip_runtime_runs_on_the_host(env, tmp_path):
+    root = write_sysfs(tmp_path, [R9700])
+    missing = env | {"STRATA_HIP_LIBRARY": str(tmp_path / "libamdhip64.so.7")}
+    result = run("--json", "--profile", str(TINY), "--sysfs", str(root), env=missing)
+    assert (
+        f"no HIP runtime found (tried {tmp_path / 'libamdhip64.so.7'}); the host backend runs "
+        "the workload"
+    ) in result.stderr.splitlines()
     assert json.loads(result.stdout)["backend"] == "host"
 
 
@@ -162,7 +174,9 @@ def test_a_wrong_kernel_result_stops_the_run(monkeypatch):
         )
     }
     with pytest.raises(StrataError, match="topk gave a wrong result in decode step 1"):
-        workload.run(lib, profile.load(TINY), kernels, TunedDispatch(None, "host BLAS"))
+        workload.run(
+            workload.host_backend(lib), profile.load(TINY), kernels, TunedDispatch(None, "host BLAS")
+        )
 
 
 def test_the_shipped_profile_loads():

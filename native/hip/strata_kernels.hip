@@ -74,9 +74,9 @@ DEVICE int dot4(int a, int b, int acc) {
 #endif
 }
 
-// Scores as unsigned keys whose order is the float order; NaN is the smallest key.
+// Scores as unsigned keys whose order is the float order; NaN ranks as -inf.
 DEVICE unsigned order_key(float value) {
-  if (value != value) return 0u;
+  if (value != value) value = -__builtin_inff();
   unsigned bits = __builtin_bit_cast(unsigned, value);
   return (bits & 0x80000000u) ? ~bits : bits | 0x80000000u;
 }
@@ -111,11 +111,16 @@ KERNEL void strata_matvec_q8_0(const int8_t *qs, const _Float16 *d, const int8_t
 // ---------------------------------------------------------------------------------------
 // router_topk: the k best experts of each token, then a softmax over them.
 
+// best[] as picked (NaN already -inf); an expert at -inf gets weight 0.
 DEVICE void router_softmax(const float *best, int k, float *weights) {
   float total = 0.0f;
-  for (int j = 0; j < k; ++j) total += __builtin_expf(best[j] - best[0]);
-  for (int j = 0; j < k; ++j) weights[j] = __builtin_expf(best[j] - best[0]) / total;
+  for (int j = 0; j < k; ++j)
+    total += __builtin_isfinite(best[j]) ? __builtin_expf(best[j] - best[0]) : 0.0f;
+  for (int j = 0; j < k; ++j)
+    weights[j] = (__builtin_isfinite(best[j]) ? __builtin_expf(best[j] - best[0]) : 0.0f) / total;
 }
+
+DEVICE float nan_as_minus_inf(float value) { return value != value ? -__builtin_inff() : value; }
 
 // Fast: one logical warp per token; k rounds of a warp-wide arg-max over the experts that
 // rank after the previous winner.
@@ -148,7 +153,7 @@ DEVICE void router_fast(const float *logits, int64_t tokens, int64_t experts, in
     }
     last_key = key;
     last_id = id;
-    best[j] = row[id];
+    best[j] = nan_as_minus_inf(row[id]);
     if (warp_lane() == 0) ids[token * k + j] = id;
   }
   if (warp_lane() == 0) router_softmax(best, k, weights + token * k);
@@ -177,7 +182,7 @@ DEVICE void router_portable(const float *logits, int64_t tokens, int64_t experts
   }
   float best[STRATA_ROUTER_MAX_K];
   for (int j = 0; j < k; ++j) {
-    best[j] = row[best_ids[j]];
+    best[j] = nan_as_minus_inf(row[best_ids[j]]);
     ids[token * k + j] = best_ids[j];
   }
   router_softmax(best, k, weights + token * k);
@@ -309,7 +314,8 @@ KERNEL void strata_topk(const float *scores, int64_t n, int k, int32_t *ids, flo
 }
 
 // ---------------------------------------------------------------------------------------
-// prompt_gemm: c[m][n] = sum over k of a[m][k] * w[n][k]; half inputs, float output.
+// prompt_gemm: c[m][n] = sum over k of a[m][k] * w[n][k] (w kept as N x K, the host's "wt"
+// layout); half inputs, float output.
 
 #define TILE 16
 

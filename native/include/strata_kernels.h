@@ -34,8 +34,11 @@
 #define STRATA_ROUTER_MAX_K 32
 #define STRATA_TOPK_MAX_K 1024
 
-/* The HIP kernels have the same names and arguments (d and the GEMM's matrices as half);
- * the declarations below are the host library's exports. */
+/* The HIP code objects have kernels of the same names and arguments (d as half), read
+ * strata_abi_version and strata_operations as device globals, and add
+ *   strata_prompt_gemm(const half *a, const half *w, float *c, int64_t m, int64_t n, int64_t k)
+ * computing c[m][n] = a[m][k] . w[n][k]; the host runs its prompt GEMM through numpy's BLAS.
+ * The declarations below are the host library's exports. */
 #ifndef __HIP__
 
 int strata_abi_version(void);

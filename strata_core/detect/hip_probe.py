@@ -12,19 +12,6 @@ import sys
 
 from ..library_search import candidates
 
-CDEF = """
-typedef int hipError_t;
-hipError_t hipRuntimeGetVersion(int *runtimeVersion);
-hipError_t hipGetDeviceCount(int *count);
-hipError_t hipDeviceGetName(char *name, int len, int device);
-hipError_t hipDeviceTotalMem(size_t *bytes, int device);
-hipError_t hipDeviceGetPCIBusId(char *pciBusId, int len, int device);
-hipError_t hipDeviceGetAttribute(int *value, int attr, int device);
-hipError_t hipGetDevicePropertiesR0600(void *prop, int device);
-hipError_t hipGetDeviceProperties(void *prop, int device);
-const char *hipGetErrorString(hipError_t error);
-"""
-
 SONAMES = ("libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5")
 HIP_SUCCESS = 0
 HIP_ERROR_NO_DEVICE = 100
@@ -41,10 +28,8 @@ def candidate_paths(env: dict[str, str]) -> list[str]:
 
 
 def probe(env: dict[str, str]) -> dict:
-    import cffi
+    from ..hip._hip_ffi import ffi
 
-    ffi = cffi.FFI()
-    ffi.cdef(CDEF)
     tried = []
     for path in candidate_paths(env):
         try:
@@ -72,11 +57,12 @@ def _query(ffi, lib, path: str) -> dict:
         result["error"] = f"hipGetDeviceCount: {error(status)} ({status})"
         return result
     for index in range(count[0]):
-        result["devices"].append(_device(ffi, lib, index))
+        result["devices"].append(device_facts(ffi, lib, index))
     return result
 
 
-def _device(ffi, lib, index: int) -> dict:
+def device_facts(ffi, lib, index: int) -> dict:
+    """What the runtime says of one device: name, PCI address, memory, attributes, arch."""
     device: dict = {"index": index}
     text = ffi.new("char[256]")
     if lib.hipDeviceGetName(text, 256, index) == HIP_SUCCESS:

@@ -22,6 +22,9 @@ T_CHUNK = 512
 class PromptGemm:
     """One weight matrix and every way of multiplying by it."""
 
+    #: relative tolerance of a result against :meth:`expected`
+    tolerance = 1e-4
+
     def __init__(self, w: np.ndarray) -> None:
         self.w = np.ascontiguousarray(w, dtype=np.float32)
         self._wt: np.ndarray | None = None
@@ -31,6 +34,9 @@ class PromptGemm:
         if self._wt is None:
             self._wt = np.ascontiguousarray(self.w.T)
         return self._wt
+
+    def expected(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(x, dtype=np.float32) @ self.w
 
     def __call__(self, x: np.ndarray, solution: str = "default") -> np.ndarray:
         x = np.asarray(x, dtype=np.float32)

@@ -1,0 +1,161 @@
+"""A plugin's code object for one card: the start check of AMD_HIP.md ("compare each GPU
+with the architectures the binary was compiled for and require its wave size"), then the
+ABI's operations as numpy calls, launched through the HIP runtime and timed by HIP events."""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from .. import archdb
+from ..detect.hip_probe import device_facts
+from ..errors import StrataError
+from ..host._host_ffi import ffi as kernel_abi
+from ..host.library import ROUTER_VARIANTS, TOPK_VARIANTS
+from ..records import KernelLibrary
+from . import abi, code_object
+from .runtime import HipRuntime
+
+ABI_VERSION = kernel_abi.integer_const("STRATA_KERNEL_ABI_VERSION")
+ROUTER_MAX_K = kernel_abi.integer_const("STRATA_ROUTER_MAX_K")
+TOPK_MAX_K = kernel_abi.integer_const("STRATA_TOPK_MAX_K")
+#: STRATA_BLOCK and the logical warp of native/hip/strata_kernels.hip
+BLOCK = 256
+WARPS_PER_BLOCK = BLOCK // 32
+TILE = 16
+
+
+@attrs.frozen
+class Card:
+    index: int
+    name: str
+    gfx: str
+    wave_size: int | None
+
+
+def card(runtime: HipRuntime, index: int) -> Card:
+    facts = device_facts(runtime.ffi, runtime.lib, index)
+    return Card(
+        index,
+        facts.get("name") or f"HIP device {index}",
+        (facts.get("gcn_arch_name") or "").split(":", 1)[0],
+        facts.get("warp_size"),
+    )
+
+
+def start_check(plugin: str, library: KernelLibrary, gpu: Card) -> code_object.CodeObject:
+    """The code object that runs ``gpu``; a card the build does not cover, a wave size the
+    build refuses or a code object the launcher cannot drive stops here with one line."""
+    if gpu.gfx not in library.code_objects:
+        built = ", ".join(library.code_objects) or "no architectures"
+        raise StrataError(
+            f"{gpu.name} is {gpu.gfx or 'an unknown architecture'}; this build of {plugin} "
+            f"was compiled for {built}"
+        )
+    code = code_object.read(library.code_objects[gpu.gfx])
+    waves = code.wavefront_sizes
+    if gpu.wave_size is not None and waves != {gpu.wave_size}:
+        build = "/".join(f"wave{w}" for w in sorted(waves))
+        raise StrataError(
+            f"{plugin} is a {build} build; {gpu.name} ({gpu.gfx}) is wave{gpu.wave_size}: refused"
+        )
+    problems = abi.layout_problems(code)
+    if code.target != gpu.gfx:
+        problems.append(f"{code.path.name} is compiled for {code.target}, not {gpu.gfx}")
+    if code.abi_version != ABI_VERSION:
+        problems.append(f"{code.path.name} implements kernel ABI {code.abi_version}, not {ABI_VERSION}")
+    problems += [
+        f"{code.path.name}: {k.name} runs at most {k.max_workgroup_size} threads, not {BLOCK}"
+        for k in code.kernels.values()
+        if k.max_workgroup_size < BLOCK
+    ]
+    if problems:
+        raise StrataError(f"{plugin}'s code object cannot be launched: {problems[0]}")
+    return code
+
+
+def _blocks(items: int, per_block: int) -> int:
+    return max(1, -(-items // per_block))
+
+
+class GpuKernels:
+    """The ABI's operations on one card; ``seconds`` is the last kernel's time on the GPU."""
+
+    def __init__(self, runtime: HipRuntime, code: code_object.CodeObject, gpu: Card) -> None:
+        self.runtime, self.code, self.gpu = runtime, code, gpu
+        runtime.set_device(gpu.index)
+        module = runtime.load_module(code.path.read_bytes(), code.path.name)
+        self.functions = {
+            op: runtime.function(module, code_object.KERNEL_PREFIX + op) for op in abi.OPERATIONS
+        }
+        self.stream = runtime.stream()
+        self.start, self.stop = runtime.event(), runtime.event()
+        self.matrix_cores = archdb.lookup(gpu.gfx).wmma
+        self.seconds = 0.0
+
+    def _run(self, op: str, grid: int, inputs: dict, outputs: dict, scalars: dict) -> None:
+        rt, pointers = self.runtime, {}
+        try:
+            for name, array in {**inputs, **outputs}.items():
+                pointers[name] = rt.malloc(array.nbytes)
+            for name, array in inputs.items():
+                rt.upload(pointers[name], array, self.stream)
+            addresses = {n: int(rt.ffi.cast("uintptr_t", p)) for n, p in pointers.items()}
+            args = abi.pack(op, addresses | scalars, self.code.kernel(op).kernarg_size)
+            rt.record(self.start, self.stream)
+            rt.launch(self.functions[op], grid, BLOCK, args, self.stream, op)
+            rt.record(self.stop, self.stream)
+            for name, array in outputs.items():
+                rt.download(array, pointers[name], self.stream)
+            rt.synchronize(self.stream)
+            self.seconds = rt.elapsed_s(self.start, self.stop)
+        finally:
+            for pointer in pointers.values():
+                rt.free(pointer)
+
+    def matvec_q8_0(self, qs, d, xq, xd) -> np.ndarray:
+        rows, cols = qs.shape
+        y = np.empty(rows, dtype=np.float32)
+        inputs = {
+            "qs": np.ascontiguousarray(qs, np.int8),
+            "d": np.ascontiguousarray(d, np.float16),
+            "xq": np.ascontiguousarray(xq, np.int8),
+            "xd": np.ascontiguousarray(xd, np.float32),
+        }
+        self._run("matvec_q8_0", _blocks(rows, WARPS_PER_BLOCK), inputs, {"y": y},
+                  {"rows": rows, "cols": cols})  # fmt: skip
+        return y
+
+    def router_topk(self, logits, k: int, variant: str = "fast"):
+        if not 0 < k <= min(ROUTER_MAX_K, logits.shape[1]):
+            raise StrataError(f"router_topk: k={k} is outside 1..{ROUTER_MAX_K} on the GPU")
+        logits = np.ascontiguousarray(logits, np.float32)
+        tokens, experts = logits.shape
+        ids = np.empty((tokens, k), dtype=np.int32)
+        weights = np.empty((tokens, k), dtype=np.float32)
+        per_block = WARPS_PER_BLOCK if variant == "fast" else BLOCK
+        self._run("router_topk", _blocks(tokens, per_block), {"logits": logits},
+                  {"ids": ids, "weights": weights},
+                  {"tokens": tokens, "experts": experts, "k": k,
+                   "variant": ROUTER_VARIANTS[variant]})  # fmt: skip
+        return ids, weights
+
+    def topk(self, scores, k: int, variant: str = "auto"):
+        if not 0 < k <= min(TOPK_MAX_K, scores.size):
+            raise StrataError(f"topk: k={k} is outside 1..{TOPK_MAX_K} on the GPU")
+        scores = np.ascontiguousarray(scores, np.float32).ravel()
+        ids = np.empty(k, dtype=np.int32)
+        values = np.empty(k, dtype=np.float32)
+        self._run("topk", 1, {"scores": scores}, {"ids": ids, "values": values},
+                  {"n": scores.size, "k": k, "variant": TOPK_VARIANTS[variant]})  # fmt: skip
+        return ids, values
+
+    def prompt_gemm(self, a, wt) -> np.ndarray:
+        """c = a @ wt.T with half inputs: a is M x K, wt is N x K."""
+        (m, k), n = a.shape, wt.shape[0]
+        c = np.empty((m, n), dtype=np.float32)
+        tiles = _blocks(m, TILE) * _blocks(n, TILE)
+        grid = _blocks(tiles, WARPS_PER_BLOCK) if self.matrix_cores else tiles
+        inputs = {"a": np.ascontiguousarray(a, np.float16), "w": np.ascontiguousarray(wt, np.float16)}
+        self._run("prompt_gemm", grid, inputs, {"c": c}, {"m": m, "n": n, "k": k})
+        return c

@@ -1,0 +1,129 @@
+"""The user's HIP runtime (libamdhip64.so.7, .6 or .5) bound through cffi in ABI mode: the
+declarations of native/include/strata_hip_runtime.h, compiled into _hip_ffi at install."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from ..detect.hip_probe import HIP_ERROR_NO_DEVICE, HIP_SUCCESS, candidate_paths
+from ..errors import StrataError
+
+HIP_LAUNCH_PARAM_BUFFER_POINTER = 0x01
+HIP_LAUNCH_PARAM_BUFFER_SIZE = 0x02
+HIP_LAUNCH_PARAM_END = 0x03
+
+
+class HipError(StrataError):
+    """A HIP call that failed, named with the runtime's own error name."""
+
+
+class HipRuntime:
+    def __init__(self, env: Mapping[str, str]) -> None:
+        from ._hip_ffi import ffi
+
+        self.ffi = ffi
+        tried = []
+        for path in candidate_paths(dict(env)):
+            try:
+                self.lib = ffi.dlopen(path)
+            except OSError:
+                tried.append(path)
+                continue
+            self.path = path
+            break
+        else:
+            raise StrataError(f"no HIP runtime found (tried {', '.join(tried)})")
+
+    def check(self, status: int, call: str) -> None:
+        if status != HIP_SUCCESS:
+            name = self.ffi.string(self.lib.hipGetErrorName(status)).decode(errors="replace")
+            raise HipError(f"{call} failed: {name} ({status}) in {self.path}")
+
+    def device_count(self) -> int:
+        count = self.ffi.new("int *")
+        status = self.lib.hipGetDeviceCount(count)
+        if status == HIP_ERROR_NO_DEVICE:
+            return 0
+        self.check(status, "hipGetDeviceCount")
+        return count[0]
+
+    def set_device(self, index: int) -> None:
+        self.check(self.lib.hipSetDevice(index), f"hipSetDevice({index})")
+
+    def load_module(self, image: bytes, name: str):
+        module = self.ffi.new("hipModule_t *")
+        self.check(self.lib.hipModuleLoadData(module, image), f"hipModuleLoadData({name})")
+        return module[0]
+
+    def function(self, module, name: str):
+        function = self.ffi.new("hipFunction_t *")
+        self.check(
+            self.lib.hipModuleGetFunction(function, module, name.encode()),
+            f"hipModuleGetFunction({name})",
+        )
+        return function[0]
+
+    def launch(self, function, grid: int, block: int, args: bytes, stream, name: str) -> None:
+        """Launch with the argument buffer packed by strata_core.hip.abi (the "extra" form)."""
+        ffi = self.ffi
+        buffer = ffi.from_buffer("char[]", args)
+        size = ffi.new("size_t *", len(args))
+        extra = ffi.new(
+            "void *[]",
+            [
+                ffi.cast("void *", HIP_LAUNCH_PARAM_BUFFER_POINTER),
+                buffer,
+                ffi.cast("void *", HIP_LAUNCH_PARAM_BUFFER_SIZE),
+                size,
+                ffi.cast("void *", HIP_LAUNCH_PARAM_END),
+            ],
+        )
+        status = self.lib.hipModuleLaunchKernel(
+            function, grid, 1, 1, block, 1, 1, 0, stream, ffi.NULL, extra
+        )
+        self.check(status, f"hipModuleLaunchKernel({name})")
+
+    def malloc(self, nbytes: int):
+        pointer = self.ffi.new("void **")
+        self.check(self.lib.hipMalloc(pointer, max(nbytes, 1)), f"hipMalloc({nbytes})")
+        return pointer[0]
+
+    def free(self, pointer) -> None:
+        self.check(self.lib.hipFree(pointer), "hipFree")
+
+    def upload(self, pointer, array: np.ndarray, stream) -> None:
+        source = self.ffi.from_buffer("char[]", array)
+        self.check(
+            self.lib.hipMemcpyHtoDAsync(pointer, source, array.nbytes, stream),
+            "hipMemcpyHtoDAsync",
+        )
+
+    def download(self, array: np.ndarray, pointer, stream) -> None:
+        target = self.ffi.from_buffer("char[]", array)
+        self.check(
+            self.lib.hipMemcpyDtoHAsync(target, pointer, array.nbytes, stream),
+            "hipMemcpyDtoHAsync",
+        )
+
+    def stream(self):
+        stream = self.ffi.new("hipStream_t *")
+        self.check(self.lib.hipStreamCreate(stream), "hipStreamCreate")
+        return stream[0]
+
+    def synchronize(self, stream) -> None:
+        self.check(self.lib.hipStreamSynchronize(stream), "hipStreamSynchronize")
+
+    def event(self):
+        event = self.ffi.new("hipEvent_t *")
+        self.check(self.lib.hipEventCreate(event), "hipEventCreate")
+        return event[0]
+
+    def record(self, event, stream) -> None:
+        self.check(self.lib.hipEventRecord(event, stream), "hipEventRecord")
+
+    def elapsed_s(self, start, stop) -> float:
+        ms = self.ffi.new("float *")
+        self.check(self.lib.hipEventElapsedTime(ms, start, stop), "hipEventElapsedTime")
+        return ms[0] / 1e3
