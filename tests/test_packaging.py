@@ -1,12 +1,19 @@
 """Versions in lockstep, and `strata[rdna4]` installed from the built wheels alone."""
 
 import json
+import os
+import shutil
 import subprocess
+import sys
+import tarfile
 import tomllib
 import venv
+import zipfile
 from pathlib import Path
 
 import strata_core
+from strata_core.hip import manifest as manifest_module
+from strata_core.report import library_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 PLUGIN_DIRS = sorted((ROOT / "plugins").glob("*/pyproject.toml"))
@@ -72,3 +79,57 @@ def test_strata_rdna4_installs_from_the_built_wheels_alone(tmp_path):
     assert set(names) == {"core", "kfd", "hip", "host", "hip_rdna4"}
     assert names["hip_rdna4"]["status"] == "active"
     assert names["hip_rdna4"]["distribution"] == "strata-hip-rdna4"
+    library = names["hip_rdna4"]["kernel_library"]
+    assert library["problems"] == []
+    assert sorted(library["code_objects"]) == ["gfx1200", "gfx1201"]
+    assert all(Path(p).is_file() and "site-packages" in p for p in library["code_objects"].values())
+
+
+def _build(plugin: str, out: Path, env: dict[str, str] | None = None, *flags: str) -> None:
+    subprocess.run(
+        [shutil.which("uv"), "build", "--python", sys.executable, "--no-sources", *flags,
+         "--out-dir", str(out), str(ROOT / "plugins" / plugin)],
+        check=True, capture_output=True, timeout=600, env=env,
+    )  # fmt: skip
+
+
+def _manifest(wheel: Path) -> tuple[dict, list[str]]:
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        manifest = next(n for n in names if n.endswith("/kernels/build.json"))
+        return json.loads(archive.read(manifest)), names
+
+
+def test_a_plugin_sdist_builds_its_code_objects_on_its_own(tmp_path):
+    _build("hip_rdna2", tmp_path)  # the sdist first, then the wheel from the sdist alone
+    (sdist,) = tmp_path.glob("*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        members = {m.name.split("/", 1)[1]: m for m in archive.getmembers()}
+    assert members["hip_build.py"].isfile()
+    assert {"native/hip/strata_kernels.hip", "native/include/strata_kernels.h"} <= set(members)
+    assert not any(name.endswith(".hsaco") for name in members)
+    (wheel,) = tmp_path.glob("*.whl")
+    manifest, names = _manifest(wheel)
+    assert manifest["code_objects"] == {
+        "gfx1030": "strata_kernels-gfx1030.hsaco",
+        "gfx1031": "strata_kernels-gfx1031.hsaco",
+    }
+    assert "strata_hip_rdna2/kernels/strata_kernels-gfx1031.hsaco" in names
+
+
+def test_a_build_without_clang_says_so_and_carries_no_code_objects(tmp_path):
+    bare = os.environ | {"PATH": str(Path(shutil.which("uv")).parent)}
+    assert not any(shutil.which(name, path=bare["PATH"]) for name in ("clang", "clang-19"))
+    _build("gfx906", tmp_path, bare, "--wheel")
+    (wheel,) = tmp_path.glob("*.whl")
+    manifest, names = _manifest(wheel)
+    assert manifest["code_objects"] == {} and not any(n.endswith(".hsaco") for n in names)
+    assert manifest["problem"].startswith("built without a HIP compiler")
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(tmp_path / "site")
+    library = manifest_module.load(tmp_path / "site/strata_gfx906/kernels")
+    assert library_lines("gfx906", library) == [
+        "gfx906: no code object for gfx906: nothing runs on those GPUs (the host backend runs "
+        "instead)",
+        f"gfx906: {manifest['problem']}",
+    ]
