@@ -39,9 +39,7 @@ def library_dict(library: KernelLibrary) -> dict:
 
 def library_lines(name: str, library: KernelLibrary) -> list[str]:
     """What `strata-core plugins` says of one plugin's kernel library."""
-    lines = [
-        f"{name}: {target} {path.name}" for target, path in library.code_objects.items()
-    ]
+    lines = [f"{name}: {target} {path.name}" for target, path in library.code_objects.items()]
     if library.code_objects and library.compiler:
         lines.append(f"{name}: built by {library.compiler}")
     if library.missing:
@@ -53,9 +51,7 @@ def library_lines(name: str, library: KernelLibrary) -> list[str]:
     return lines
 
 
-def plugins_text(
-    records: Sequence[PluginRecord], libraries: Mapping[str, KernelLibrary]
-) -> str:
+def plugins_text(records: Sequence[PluginRecord], libraries: Mapping[str, KernelLibrary]) -> str:
     rows = [("name", "distribution", "version", "api", "archs", "status")]
     for r in records:
         rows.append(

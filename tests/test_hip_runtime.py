@@ -99,9 +99,11 @@ def test_the_launcher_packs_what_the_metadata_says(stand_in, tmp_path, monkeypat
     topk, router, gemm = (line.split() for line in launches.read_text().splitlines())
     scores, n, k, ids, values, variant = struct.unpack("<Qqi4xQQi", bytes.fromhex(topk[3]))
     assert topk[:3] == ["strata_topk", "1", "256"]
-    assert (n, k, variant) == (5000, 64, 2) and len({scores, ids, values}) == 3 and 0 not in {
-        scores, ids, values
-    }
+    assert (
+        (n, k, variant) == (5000, 64, 2)
+        and len({scores, ids, values}) == 3
+        and 0 not in {scores, ids, values}
+    )
     assert router[:3] == ["strata_router_topk", "3", "256"]  # 20 tokens, 8 logical warps a block
     fields = abi.layout("router_topk")
     raw = bytes.fromhex(router[3])

@@ -175,7 +175,10 @@ def test_a_wrong_kernel_result_stops_the_run(monkeypatch):
     }
     with pytest.raises(StrataError, match="topk gave a wrong result in decode step 1"):
         workload.run(
-            workload.host_backend(lib), profile.load(TINY), kernels, TunedDispatch(None, "host BLAS")
+            workload.host_backend(lib),
+            profile.load(TINY),
+            kernels,
+            TunedDispatch(None, "host BLAS"),
         )
 
 

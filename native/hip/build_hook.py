@@ -1,7 +1,8 @@
 """Hatch build hook of the architecture plugins: compiles native/hip/strata_kernels.hip into
 one code object per target listed in the plugin's ``[tool.hatch.build.hooks.custom]``
-``targets`` and writes ``kernels/build.json`` beside the plugin's module, naming the compiler
-and each code object, or why there are none. A missing or unsuitable clang does not fail the
+``targets`` and writes ``kernels/build.json`` beside the plugin's module (in the wheel, or in
+the source tree for an editable install), naming the compiler and each code object, or why
+there are none. A missing or unsuitable clang does not fail the
 build: the manifest says so, and `strata-core plugins` shows it.
 
 The compiler is STRATA_HIP_CLANG if set, else ROCm's clang, else Debian's clang-21/20/19 or
@@ -14,6 +15,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
@@ -68,11 +70,15 @@ class HipCodeObjects(BuildHookInterface):
                 build_data["force_include"][str(native / path.relative_to("native"))] = str(path)
             build_data["force_include"][str(native / HOOK.relative_to("native"))] = "hip_build.py"
             return
-        package = Path(self.root, "src", self.metadata.name.replace("-", "_"))
-        kernels = package / "kernels"
-        kernels.mkdir(exist_ok=True)
-        for stale in kernels.glob("*.hsaco"):
-            stale.unlink()
+        package = self.metadata.name.replace("-", "_")
+        if version == "editable":
+            kernels = Path(self.root, "src", package, "kernels")
+            kernels.mkdir(exist_ok=True)
+            for stale in kernels.glob("*.hsaco"):
+                stale.unlink()
+        else:
+            self._scratch = tempfile.TemporaryDirectory()
+            kernels = Path(self._scratch.name)
         targets = list(self.config.get("targets", ()))
         manifest: dict = {"source": SOURCE.name, "targets": targets, "code_objects": {}}
         clang = find_clang()
@@ -100,4 +106,8 @@ class HipCodeObjects(BuildHookInterface):
         manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
         if version != "editable":
             for path in kernels.iterdir():
-                build_data["force_include"][str(path)] = str(path.relative_to(package.parent))
+                build_data["force_include"][str(path)] = f"{package}/kernels/{path.name}"
+
+    def finalize(self, version: str, build_data: dict, artifact_path: str) -> None:
+        if hasattr(self, "_scratch"):
+            self._scratch.cleanup()

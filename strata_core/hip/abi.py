@@ -62,8 +62,9 @@ def layout_problems(code_object: CodeObject) -> list[str]:
             continue
         want, have = layout(operation), kernel.explicit_args
         if want != have:
-            problems.append(f"{where}: metadata lays out {_show(have)}; the launcher packs "
-                            f"{_show(want)}")
+            problems.append(
+                f"{where}: metadata lays out {_show(have)}; the launcher packs {_show(want)}"
+            )
     return problems
 
 

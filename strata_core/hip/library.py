@@ -63,7 +63,9 @@ def start_check(plugin: str, library: KernelLibrary, gpu: Card) -> code_object.C
     if code.target != gpu.gfx:
         problems.append(f"{code.path.name} is compiled for {code.target}, not {gpu.gfx}")
     if code.abi_version != ABI_VERSION:
-        problems.append(f"{code.path.name} implements kernel ABI {code.abi_version}, not {ABI_VERSION}")
+        problems.append(
+            f"{code.path.name} implements kernel ABI {code.abi_version}, not {ABI_VERSION}"
+        )
     problems += [
         f"{code.path.name}: {k.name} runs at most {k.max_workgroup_size} threads, not {BLOCK}"
         for k in code.kernels.values()
@@ -156,6 +158,9 @@ class GpuKernels:
         c = np.empty((m, n), dtype=np.float32)
         tiles = _blocks(m, TILE) * _blocks(n, TILE)
         grid = _blocks(tiles, WARPS_PER_BLOCK) if self.matrix_cores else tiles
-        inputs = {"a": np.ascontiguousarray(a, np.float16), "w": np.ascontiguousarray(wt, np.float16)}
+        inputs = {
+            "a": np.ascontiguousarray(a, np.float16),
+            "w": np.ascontiguousarray(wt, np.float16),
+        }
         self._run("prompt_gemm", grid, inputs, {"c": c}, {"m": m, "n": n, "k": k})
         return c

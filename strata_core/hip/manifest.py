@@ -32,7 +32,9 @@ def load(directory: Path) -> KernelLibrary:
         manifest = cattrs.structure(json.loads(path.read_text()), BuildManifest)
     except FileNotFoundError:
         return KernelLibrary(
-            directory, (), problems=(f"no {path}: the plugin was installed without its kernel build",)
+            directory,
+            (),
+            problems=(f"no {path}: the plugin was installed without its kernel build",),
         )
     except (OSError, ValueError, cattrs.BaseValidationError) as exc:
         return KernelLibrary(directory, (), problems=(f"{path} is not a build manifest: {exc}",))
