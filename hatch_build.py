@@ -1,6 +1,7 @@
 """Build hook: compiles the host kernel library (native/host) with the C compiler and writes
 the out-of-line cffi ABI modules of that library and of the HIP runtime, each beside the code
-that loads it, so that wheels and editable installs carry them."""
+that loads it, so that wheels and editable installs carry them. Wheels also carry the HIP
+kernel sources, for plugins built with the strata-kernels hook."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 HEADER = Path("native/include/strata_kernels.h")
 SOURCES = [Path("native/host/strata_host.c")]
 LIBRARY = Path("strata_core/host/libstrata_host.so")
+#: what the strata-kernels build hook of a third-party plugin compiles (strata_core/hip/native)
+HIP_SOURCES = (Path("native/hip/strata_kernels.hip"), Path("native/include/strata_kernels.h"))
 #: out-of-line cffi module: the header it declares
 FFI_MODULES = {
     Path("strata_core/host/_host_ffi.py"): HEADER,
@@ -80,3 +83,5 @@ class NativeHostLibrary(BuildHookInterface):
             build_data["force_include"][str(library)] = str(LIBRARY)
             for module in FFI_MODULES:
                 build_data["force_include"][str(root / module)] = str(module)
+            for source in HIP_SOURCES:
+                build_data["force_include"][str(root / source)] = f"strata_core/hip/{source}"

@@ -8,10 +8,14 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import __version__
 from .context import KV_TYPES, OS_NAMES, PACKS
 from .errors import StrataError
+
+if TYPE_CHECKING:
+    from .manager import PluginManager
 
 PROG = "strata-core"
 
@@ -25,6 +29,11 @@ def _parser() -> argparse.ArgumentParser:
 
     plugins = commands.add_parser("plugins", help="list the architecture plugins")
     plugins.add_argument("--json", action="store_true", help="print JSON")
+    plugins.add_argument(
+        "--check",
+        action="store_true",
+        help="hold each installed architecture plugin against every hook contract",
+    )
 
     devices = commands.add_parser("devices", help="list the AMD GPUs and who runs each")
     devices.add_argument("--json", action="store_true", help="print JSON")
@@ -243,6 +252,8 @@ def _plugins(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from .report import plugin_dict, plugins_text
 
     manager = PluginManager.discover(env)
+    if args.check:
+        return _check_plugins(args, manager)
     libraries = dict(manager.call_each("strata_kernel_library", expected=KernelLibrary))
     records = list(manager.records.values())
     if args.json:
@@ -252,6 +263,26 @@ def _plugins(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         warn(manager.problems)
         print(plugins_text(records, libraries))
     return 0
+
+
+def _check_plugins(args: argparse.Namespace, manager: PluginManager) -> int:
+    """Exit 1 when any installed architecture plugin breaks a contract or fails to load."""
+    from .conformance import check_plugin
+    from .manager import PluginStatus
+
+    found = {
+        name: check_plugin(manager.pm.get_plugin(name), name)
+        for name, record in manager.records.items()
+        if not record.builtin and record.status is PluginStatus.ACTIVE
+    }
+    if args.json:
+        print(json.dumps({"checked": found, "problems": manager.problems}, indent=2))
+    else:
+        warn(manager.problems)
+        for name, problems in found.items():
+            print(f"{name}: " + ("conforms" if not problems else f"{len(problems)} problem(s)"))
+            print("".join(f"  {problem}\n" for problem in problems), end="")
+    return 1 if any(found.values()) or manager.problems else 0
 
 
 def detection_context(sysfs: Path | None, hip: bool | None, env: Mapping[str, str]):

@@ -137,3 +137,33 @@ def _device(
         override=override,
         hidden_by=hidden_by,
     )
+
+
+def device_for(
+    gfx: str,
+    *,
+    wave_size: int | None = None,
+    integrated: bool | None = None,
+    evidence: str | None = None,
+    seen_by: tuple[str, ...] = (),
+    index: int = 0,
+) -> Device:
+    """A card of ``gfx`` that is not in this PC, with the architecture database's facts where
+    it has the target (an unknown target is wave32 unless told; an integrated-only target is
+    integrated)."""
+    arch = archdb.lookup(gfx)
+    if integrated is None:
+        integrated = arch is not None and arch.integrated_only
+    return Device(
+        index=index,
+        name=" / ".join(arch.cards) if arch else f"a {gfx} card",
+        gfx=gfx,
+        physical_gfx=gfx,
+        family=archdb.family_of(gfx),
+        wave_size=wave_size or (arch.wave_size if arch else 32),
+        vram_bytes=None,
+        integrated=integrated,
+        integrated_evidence=evidence
+        or ("an integrated-only target" if integrated else "planned as a discrete card"),
+        seen_by=seen_by,
+    )

@@ -81,9 +81,27 @@ class PluginManager:
         manager.load_entry_points(entry_points(group=ENTRY_POINT_GROUP))
         return manager
 
-    def load_builtins(self) -> None:
+    @classmethod
+    def holding(
+        cls,
+        plugins: Mapping[str, object],
+        env: Mapping[str, str] | None = None,
+        builtins: Collection[str] = ("core", "host"),
+    ) -> PluginManager:
+        """A manager with the named built-ins and exactly ``plugins`` (name: plugin object),
+        registered as entry points would be: the core's switches and CPU backend, and the
+        plugins under test."""
+        manager = cls(dict(env or {}))
+        manager.load_builtins(only=builtins)
+        for name, plugin in plugins.items():
+            manager.register(name, plugin, f"{name} (under test)", "0")
+        return manager
+
+    def load_builtins(self, only: Collection[str] | None = None) -> None:
         denied = set(_names(self.env, "STRATA_DISABLE_PLUGINS"))
         for name, module in BUILTIN_PLUGINS.items():
+            if only is not None and name not in only:
+                continue
             if name in denied:
                 self._record(
                     name,

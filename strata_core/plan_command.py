@@ -15,6 +15,7 @@ from . import config as run_config
 from .claims import Assignment, assign
 from .cli import detect, device_choice, warn
 from .context import ram_bytes, this_os
+from .devices import device_for
 from .errors import StrataError
 from .files import write_atomic
 from .host.plugin import host_device
@@ -169,17 +170,10 @@ def named_device(gfx: str, integrated: bool) -> Device:
     arch = archdb.lookup(gfx)
     if arch is None:
         raise StrataError(f"--device {gfx}: not a target strata knows ({', '.join(archdb.ARCHS)})")
-    integrated = integrated or arch.integrated_only
-    return Device(
-        index=0,
-        name=" / ".join(arch.cards),
-        gfx=arch.target,
-        physical_gfx=arch.target,
-        family=arch.family,
-        wave_size=arch.wave_size,
-        vram_bytes=None,
-        integrated=integrated,
-        integrated_evidence="--integrated" if integrated else "planned as a discrete card",
+    return device_for(
+        arch.target,
+        integrated=integrated or arch.integrated_only,
+        evidence="--integrated" if integrated else None,
         seen_by=("--device",),
     )
 

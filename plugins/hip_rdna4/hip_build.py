@@ -1,1 +1,1 @@
-../../native/hip/build_hook.py
+../../strata_core/hip/build_hook.py

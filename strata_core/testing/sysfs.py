@@ -113,6 +113,40 @@ MI50 = FakeGPU(
 )
 
 
+def gfx_target_version(gfx: str) -> int:
+    """KFD's number for a target: gfx1032 is 100302, gfx906 is 90006, gfx90a is 90010."""
+    digits = gfx.split(":", 1)[0].removeprefix("gfx")
+    if len(digits) < 3 or not digits[:-2].isdigit():
+        raise ValueError(f"{gfx!r} is not a gfx target")
+    return int(digits[:-2]) * 10000 + int(digits[-2], 16) * 100 + int(digits[-1], 16)
+
+
+def fake_gpu(
+    gfx: str,
+    *,
+    vram_gib: float = 16,
+    gtt_gib: float = 16,
+    pci_bus: int = 0x03,
+    device_id: int = 0x73FF,
+    wave_size: int | None = None,
+    integrated: bool = False,
+    product_name: str | None = None,
+) -> FakeGPU:
+    """A card of any target as KFD shows it. The wave size defaults to 64 on gfx9 and 32 on
+    later generations; an integrated GPU has no board_info and the GTT is its memory."""
+    version = gfx_target_version(gfx)
+    return FakeGPU(
+        version,
+        device_id,
+        (pci_bus, 0, 0),
+        int(vram_gib * GIB),
+        int(gtt_gib * GIB),
+        wave_front_size=wave_size or (64 if version < 100000 else 32),
+        board_info=not integrated,
+        product_name=product_name,
+    )
+
+
 def cpu_properties(cores: int = 16) -> str:
     values = dict.fromkeys(_COMMON_FIELDS, 0) | {
         "cpu_cores_count": cores,

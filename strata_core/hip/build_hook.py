@@ -7,6 +7,11 @@ build: the manifest says so, and `strata-core plugins` shows it.
 
 The compiler is STRATA_HIP_CLANG if set, else ROCm's clang, else Debian's clang-21/20/19 or
 plain clang; no ROCm install is needed.
+
+In-tree plugins load this file as a custom hook (their ``hip_build.py`` is a link to it, and
+their sdists carry a copy); a third-party plugin names it ``strata-kernels``, registered with
+hatch by strata_core.hip.hatch_plugin, and puts strata in its build requirements, whose wheel
+carries the sources under strata_core/hip/native/.
 """
 
 from __future__ import annotations
@@ -22,7 +27,6 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 SOURCE = Path("native/hip/strata_kernels.hip")
 HEADER = Path("native/include/strata_kernels.h")
-HOOK = Path("native/hip/build_hook.py")
 CLANG_NAMES = ("clang-21", "clang-20", "clang-19", "clang")
 
 
@@ -54,21 +58,22 @@ def compile_target(clang: str, native: Path, target: str, output: Path) -> str |
 
 
 class HipCodeObjects(BuildHookInterface):
-    PLUGIN_NAME = "custom"
+    PLUGIN_NAME = "strata-kernels"
 
     def _native(self) -> Path:
-        root = Path(self.root)
-        for native in (root / "native", root.parent.parent / "native"):
+        """native/ of a plugin sdist, of an installed strata, or of the strata checkout."""
+        here = Path(__file__).resolve().parent
+        for native in (Path(self.root) / "native", here / "native", here.parents[1] / "native"):
             if (native / SOURCE.relative_to("native")).is_file():
                 return native
-        raise RuntimeError(f"{SOURCE} is neither in {root} nor two folders up")
+        raise RuntimeError(f"{SOURCE} is not in {self.root}, nor beside {here}")
 
     def initialize(self, version: str, build_data: dict) -> None:
         native = self._native()
         if self.target_name == "sdist":
             for path in (SOURCE, HEADER):
                 build_data["force_include"][str(native / path.relative_to("native"))] = str(path)
-            build_data["force_include"][str(native / HOOK.relative_to("native"))] = "hip_build.py"
+            build_data["force_include"][str(Path(__file__).resolve())] = "hip_build.py"
             return
         package = self.metadata.name.replace("-", "_")
         if version == "editable":

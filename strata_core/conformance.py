@@ -1,0 +1,182 @@
+"""check_plugin: an architecture plugin held against every hook contract of hookspec.py, the
+architecture database and the kernel ABI. `strata-core plugins --check` runs it on the
+installed plugins; plugin authors run it in their tests (strata_core.testing)."""
+
+from __future__ import annotations
+
+import fnmatch
+import itertools
+from collections.abc import Callable, Iterator
+
+from . import archdb
+from .context import NATIVE_PACKS, OS_NAMES
+from .errors import StrataError
+from .devices import device_for
+from .manager import PluginManager, PluginStatus
+from .plan import declarations
+from .records import Claim, Device, KernelChoice, KernelLibrary, RunContext, Workload
+from .switches import Defaults
+
+CORE = "core"
+#: The contexts every default and kernel choice is asked for: each OS, with and without
+#: int8 KV, with and without a native pack.
+CONTEXTS = tuple(
+    RunContext(os=os_name, kv=kv, pack=pack)
+    for os_name, kv, pack in itertools.product(OS_NAMES, (None, "int8"), (None, NATIVE_PACKS[0]))
+)
+
+
+def check_plugin(plugin: object, name: str = "plugin") -> list[str]:
+    """Every way ``plugin`` breaks a hook contract, one line each; empty when it conforms."""
+    manager = PluginManager.holding({name: plugin})
+    return list(_Checker(manager, name).problems())
+
+
+class _Checker:
+    def __init__(self, manager: PluginManager, name: str) -> None:
+        self.manager, self.name = manager, name
+
+    def _call(self, hook: str, expected, **kwargs):
+        answer = self.manager.call_each(hook, expected=expected, only=(self.name,), **kwargs)
+        return answer[0][1] if answer else None
+
+    def _broken(self) -> str | None:
+        record = self.manager.records[self.name]
+        return None if record.status is PluginStatus.ACTIVE else record.why
+
+    def problems(self) -> Iterator[str]:
+        if why := self._broken():
+            yield why
+            return
+        targets = self.manager.records[self.name].targets
+        if not targets:
+            yield "strata_arch_targets names no target"
+        checks: tuple[Callable[[tuple[str, ...]], Iterator[str]], ...] = (
+            self._switches,
+            self._claims,
+            self._defaults_and_kernels,
+            self._kernel_library,
+            self._tables,
+        )
+        for check in checks:
+            yield from check(targets)
+            if why := self._broken():
+                yield why
+                return
+
+    def _covered(self, targets: tuple[str, ...]) -> list[Device]:
+        known = [t for t in archdb.ARCHS if any(fnmatch.fnmatchcase(t, p) for p in targets)]
+        unknown = [t for t in targets if t not in archdb.ARCHS and not _is_pattern(t)]
+        return [device_for(t) for t in known + unknown]
+
+    def _switches(self, targets: tuple[str, ...]) -> Iterator[str]:
+        _, warnings = declarations(self.manager, (CORE, self.name))
+        yield from warnings
+        for switch in self._call("strata_declare_switches", tuple) or ():
+            if not switch.values:
+                yield f"{switch.name} is declared with no accepted values"
+            if not (switch.name.startswith("STRATA_") or switch.is_arg):
+                yield f"{switch.name} is neither a STRATA_* variable nor an engine --argument"
+
+    def _claims(self, targets: tuple[str, ...]) -> Iterator[str]:
+        covered = {d.gfx for d in self._covered(targets)}
+        for target in [*archdb.ARCHS, *(t for t in covered if t not in archdb.ARCHS)]:
+            device = device_for(target)
+            claim = self._call("strata_claim_device", Claim, device=device)
+            claimed = claim is not None and claim.score > 0
+            if target in covered and not claimed:
+                why = claim.reason if claim else "no answer"
+                yield f"lists {target} among its targets but does not claim it: {why}"
+            elif target not in covered and claimed:
+                yield f"claims {target}, which is not among its targets {', '.join(targets)}"
+            if target in covered and claimed:
+                other = device_for(target, wave_size=96 - device.wave_size)
+                if (c := self._call("strata_claim_device", Claim, device=other)) and c.score > 0:
+                    yield (
+                        f"claims {target} as a wave{other.wave_size} card; a "
+                        f"wave{device.wave_size} build must refuse it"
+                    )
+
+    def _defaults_and_kernels(self, targets: tuple[str, ...]) -> Iterator[str]:
+        switches, _ = declarations(self.manager, (CORE, self.name))
+        for device, context in itertools.product(self._covered(targets), CONTEXTS):
+            where = f"{device.gfx} ({context.os}, kv {context.kv}, pack {context.pack})"
+            answer = self._call(
+                "strata_switch_defaults", Defaults, device=device, context=context
+            )
+            for default in answer.values if answer else ():
+                switch = switches.get(default.name)
+                if switch is None:
+                    yield f"gives a default for {default.name}, which no plugin declares, on {where}"
+                elif not switch.accepts(default.value):
+                    yield (
+                        f"gives {default.name}={default.value} on {where}; {default.name} "
+                        f"accepts {', '.join(switch.values)}"
+                    )
+            choices = self._call(
+                "strata_select_kernels",
+                tuple,
+                device=device,
+                context=context,
+                switches=dict.fromkeys(switches),
+                workload=Workload(),
+            )
+            ops = [c.op for c in choices or () if isinstance(c, KernelChoice)]
+            if choices is not None and len(ops) != len(choices):
+                yield f"strata_select_kernels returns something other than KernelChoice on {where}"
+            if len(set(ops)) != len(ops):
+                yield f"strata_select_kernels chooses an operation twice on {where}: {ops}"
+            if any(not c.variant or not c.reason for c in choices or ()):
+                yield f"strata_select_kernels gives a choice without a variant or reason on {where}"
+
+    def _kernel_library(self, targets: tuple[str, ...]) -> Iterator[str]:
+        from .hip import abi, code_object
+        from .hip.library import ABI_VERSION
+
+        library = self._call("strata_kernel_library", KernelLibrary)
+        if library is None:
+            return
+        if set(library.targets) != set(targets):
+            yield (
+                f"its kernel library is built for {', '.join(library.targets) or 'nothing'}; it "
+                f"claims {', '.join(targets)}"
+            )
+        yield from (f"kernel library: {problem}" for problem in library.problems)
+        for target, path in library.code_objects.items():
+            try:
+                code = code_object.read(path)
+            except StrataError as exc:
+                yield str(exc)
+                continue
+            arch = archdb.lookup(target)
+            if code.target != target:
+                yield f"{path.name} is compiled for {code.target}, listed as {target}"
+            if code.abi_version != ABI_VERSION:
+                yield f"{path.name} implements kernel ABI {code.abi_version}, not {ABI_VERSION}"
+            if code.operations != tuple(abi.OPERATIONS):
+                yield f"{path.name} exports {', '.join(code.operations) or 'no operations'}"
+            yield from abi.layout_problems(code)
+            if arch and code.wavefront_sizes != {arch.wave_size}:
+                yield f"{path.name} is wave{code.wavefront_sizes}; {target} is wave{arch.wave_size}"
+
+    def _tables(self, targets: tuple[str, ...]) -> Iterator[str]:
+        from .tuning import tables
+
+        seen = set()
+        for device in self._covered(targets):
+            for folder in self._call("strata_tuning_dirs", tuple, device=device) or ():
+                for path in sorted(folder.glob("*.txt")) if folder.is_dir() else ():
+                    if path in seen:
+                        continue
+                    seen.add(path)
+                    try:
+                        tables.read(path)
+                    except tables.TableError as exc:
+                        yield from exc.problems
+                    arch = path.name.split("-", 1)[0]
+                    if not any(fnmatch.fnmatchcase(arch, p) for p in targets):
+                        yield f"{path} is a table for {arch}, which this plugin does not run"
+
+
+def _is_pattern(target: str) -> bool:
+    return any(ch in target for ch in "*?[")

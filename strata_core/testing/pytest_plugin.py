@@ -1,0 +1,42 @@
+"""The pytest plugin of strata (entry point ``pytest11: strata``): fixtures for testing an
+architecture plugin without AMD hardware. See docs/writing-a-plugin.md."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+
+from .sysfs import FakeGPU, fake_gpu, write_sysfs
+
+
+@pytest.fixture
+def strata_env(tmp_path) -> dict[str, str]:
+    """The process environment without ROCm's variables or any STRATA_* one, with the HIP
+    probe off and strata's answer cache in the test's own folder."""
+    from ..detect.visibility import is_runtime_variable
+
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not is_runtime_variable(k) and not k.startswith("STRATA_")
+    }
+    return clean | {"STRATA_CACHE_DIR": str(tmp_path / "strata-cache"), "STRATA_HIP_PROBE": "0"}
+
+
+@pytest.fixture
+def fake_sysfs(tmp_path) -> Callable[..., Path]:
+    """``fake_sysfs([fake_gpu("gfx1032", vram_gib=8), "gfx1201"], cpu_nodes=1)``: a sysfs tree
+    with those cards (a gfx target stands for ``fake_gpu(target)``), for ``--sysfs``."""
+    trees = iter(range(1 << 30))
+
+    def write(cards: Sequence[FakeGPU | str], cpu_nodes: int = 1) -> Path:
+        gpus = [
+            fake_gpu(card, pci_bus=0x03 + n) if isinstance(card, str) else card
+            for n, card in enumerate(cards)
+        ]
+        return write_sysfs(tmp_path / f"sysfs{next(trees)}", gpus, cpu_nodes)
+
+    return write
