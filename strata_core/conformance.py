@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterator
 
 from . import archdb
 from .context import NATIVE_PACKS, OS_NAMES
-from .errors import StrataError
 from .devices import device_for
+from .errors import StrataError
 from .manager import PluginManager, PluginStatus
 from .plan import declarations
 from .records import Claim, Device, KernelChoice, KernelLibrary, RunContext, Workload
@@ -101,13 +101,13 @@ class _Checker:
         switches, _ = declarations(self.manager, (CORE, self.name))
         for device, context in itertools.product(self._covered(targets), CONTEXTS):
             where = f"{device.gfx} ({context.os}, kv {context.kv}, pack {context.pack})"
-            answer = self._call(
-                "strata_switch_defaults", Defaults, device=device, context=context
-            )
+            answer = self._call("strata_switch_defaults", Defaults, device=device, context=context)
             for default in answer.values if answer else ():
                 switch = switches.get(default.name)
                 if switch is None:
-                    yield f"gives a default for {default.name}, which no plugin declares, on {where}"
+                    yield (
+                        f"gives a default for {default.name}, which no plugin declares, on {where}"
+                    )
                 elif not switch.accepts(default.value):
                     yield (
                         f"gives {default.name}={default.value} on {where}; {default.name} "

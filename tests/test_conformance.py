@@ -1,8 +1,6 @@
 """check_plugin and `strata-core plugins --check`: the in-tree plugins conform, and each kind
 of broken contract is named."""
 
-from pathlib import Path
-
 import pytest
 from cli_runner import strata_core
 
@@ -10,7 +8,7 @@ from strata_core.arch_plugin import ArchPlugin
 from strata_core.hookspec import hookimpl
 from strata_core.manager import PluginManager
 from strata_core.records import Claim, KernelLibrary
-from strata_core.switches import Defaults, Default, Rule, Switch
+from strata_core.switches import Rule, Switch
 from strata_core.testing import check_plugin
 from strata_core.testing.distributions import write_distribution
 
@@ -178,9 +176,7 @@ def test_plugins_check_fails_on_a_broken_plugin(env, tmp_path):
             """
         },
     )
-    result = strata_core(
-        "plugins", "--check", env=env | {"PYTHONPATH": str(site)}, check=False
-    )
+    result = strata_core("plugins", "--check", env=env | {"PYTHONPATH": str(site)}, check=False)
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     assert lines[lines.index("greedy: 16 problem(s)") + 1] == (

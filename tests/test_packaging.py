@@ -11,9 +11,12 @@ import venv
 import zipfile
 from pathlib import Path
 
+import pytest
+
 import strata_core
 from strata_core.hip import manifest as manifest_module
 from strata_core.report import library_lines
+from strata_core.testing import fake_gpu, write_sysfs
 
 ROOT = Path(__file__).resolve().parent.parent
 PLUGIN_DIRS = sorted((ROOT / "plugins").glob("*/pyproject.toml"))
@@ -43,14 +46,21 @@ def test_every_plugin_has_an_extra_and_an_entry_point():
         assert list(project["entry-points"]["strata.arch"]) == [path.parent.name]
 
 
-def test_strata_rdna4_installs_from_the_built_wheels_alone(tmp_path):
-    dist = tmp_path / "dist"
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory) -> Path:
+    """Every wheel of the workspace, with the wheels they need (scripts/build-wheels.sh)."""
+    dist = tmp_path_factory.mktemp("dist")
     subprocess.run(
         [str(ROOT / "scripts/build-wheels.sh"), str(dist)],
         check=True,
         capture_output=True,
-        timeout=600,
+        timeout=900,
     )
+    return dist
+
+
+def test_strata_rdna4_installs_from_the_built_wheels_alone(wheels, tmp_path):
+    dist = wheels
     venv.create(tmp_path / "venv", with_pip=True)
     bin_dir = tmp_path / "venv/bin"
     subprocess.run(
@@ -133,3 +143,52 @@ def test_a_build_without_clang_says_so_and_carries_no_code_objects(tmp_path):
         "instead)",
         f"gfx906: {manifest['problem']}",
     ]
+
+
+EXAMPLE = ROOT / "examples" / "strata-rx6600"
+
+
+def test_a_third_party_plugin_written_with_the_kit(wheels, tmp_path, env):
+    """examples/strata-rx6600 in a fresh environment: built by strata's strata-kernels hook,
+    found by every command with no change to the core, and passing its own tests, which use
+    only the kit (the pytest plugin's fixtures and strata_core.testing)."""
+    venv.create(tmp_path / "venv")
+    python = tmp_path / "venv/bin/python"
+    install = [shutil.which("uv"), "pip", "install", "--quiet", "--python", str(python)]
+    for args in (
+        ["--no-index", "--find-links", str(wheels), "strata"],
+        ["hatchling>=1.26", "pytest"],
+        ["--no-index", "--no-build-isolation", "--no-deps", str(EXAMPLE)],
+    ):
+        subprocess.run([*install, *args], check=True, capture_output=True, timeout=600)
+
+    def strata_core(*args: str) -> subprocess.CompletedProcess:
+        command = [str(tmp_path / "venv/bin/strata-core"), *args]
+        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+
+    listing = json.loads(strata_core("plugins", "--json").stdout)["plugins"]
+    (rx6600,) = [p for p in listing if p["name"] == "rx6600"]
+    assert (rx6600["distribution"], rx6600["status"], rx6600["archs"]) == (
+        "strata-rx6600",
+        "active",
+        ["gfx1032"],
+    )
+    assert list(rx6600["kernel_library"]["code_objects"]) == ["gfx1032"]
+    assert strata_core("plugins", "--check").stdout.splitlines() == ["rx6600: conforms"]
+
+    root = write_sysfs(tmp_path / "sys", [fake_gpu("gfx1032", vram_gib=8)])
+    devices = json.loads(strata_core("devices", "--json", "--no-hip", "--sysfs", str(root)).stdout)
+    assert [(d["gfx"], d["plugin"]) for d in devices["devices"]] == [("gfx1032", "rx6600")]
+    plan = json.loads(strata_core("plan", "--json", "--no-hip", "--sysfs", str(root)).stdout)
+    assert plan["plugin"] == "rx6600"
+    assert plan["switches"]["STRATA_MTP_SIDE_STREAM"]["source"] == "arch-default"
+
+    own_tests = subprocess.run(
+        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", str(EXAMPLE / "tests")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert own_tests.returncode == 0, own_tests.stdout
+    assert "4 passed" in own_tests.stdout
