@@ -94,7 +94,7 @@ def test_the_argument_layout_is_what_the_launcher_packs(plugin, target):
         "router_topk",
         {"logits": 0x1000, "tokens": 512, "experts": 128, "k": 8, "ids": 0x2000,
          "weights": 0x3000, "variant": 1},
-        kernel.kernarg_size,
+        kernel,
     )  # fmt: skip
     fields = [int.from_bytes(packed[a.offset : a.offset + a.size], "little") for a in kernel.args]
     assert fields == [0x1000, 512, 128, 8, 0x2000, 0x3000, 1]

@@ -191,4 +191,4 @@ def test_a_third_party_plugin_written_with_the_kit(wheels, tmp_path, env):
         timeout=300,
     )
     assert own_tests.returncode == 0, own_tests.stdout
-    assert "4 passed" in own_tests.stdout
+    assert "5 passed" in own_tests.stdout

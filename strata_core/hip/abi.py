@@ -6,7 +6,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Mapping
 
-from .code_object import CodeObject, KernelArg
+from ..errors import StrataError
+from .code_object import CodeObject, Kernel, KernelArg
 
 BUFFER = "buffer"
 #: struct format of each by-value argument type; a buffer is a 64-bit device address.
@@ -42,11 +43,19 @@ def layout(operation: str) -> tuple[KernelArg, ...]:
     return tuple(args)
 
 
-def pack(operation: str, values: Mapping[str, int], kernarg_size: int) -> bytes:
-    """The kernel argument buffer: every named argument at its offset, the rest zero."""
-    buffer = bytearray(kernarg_size)
-    for (name, kind), arg in zip(OPERATIONS[operation], layout(operation), strict=True):
-        struct.pack_into("<" + _format(kind), buffer, arg.offset, values[name])
+def pack(operation: str, values: Mapping[str, int], kernel: Kernel) -> bytes:
+    """The kernel argument buffer, laid out by the code object's own metadata: each named
+    argument at the offset the metadata gives it, in its size; hidden arguments zero."""
+    explicit = kernel.explicit_args
+    if len(explicit) != len(OPERATIONS[operation]):
+        raise StrataError(f"{kernel.name} takes {len(explicit)} arguments, not "
+                          f"{len(OPERATIONS[operation])}")  # fmt: skip
+    buffer = bytearray(kernel.kernarg_size)
+    for (name, kind), arg in zip(OPERATIONS[operation], explicit, strict=True):
+        fmt = "<" + _format(kind)
+        if struct.calcsize(fmt) != arg.size:
+            raise StrataError(f"{kernel.name}: {name} is {arg.size} bytes in the metadata")
+        struct.pack_into(fmt, buffer, arg.offset, values[name])
     return bytes(buffer)
 
 

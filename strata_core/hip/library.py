@@ -103,7 +103,7 @@ class GpuKernels:
             for name, array in inputs.items():
                 rt.upload(pointers[name], array, self.stream)
             addresses = {n: int(rt.ffi.cast("uintptr_t", p)) for n, p in pointers.items()}
-            args = abi.pack(op, addresses | scalars, self.code.kernel(op).kernarg_size)
+            args = abi.pack(op, addresses | scalars, self.code.kernel(op))
             rt.record(self.start, self.stream)
             rt.launch(self.functions[op], grid, BLOCK, args, self.stream, op)
             rt.record(self.stop, self.stream)

@@ -4,11 +4,12 @@ architecture plugin without AMD hardware. See docs/writing-a-plugin.md."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
 
+from ..manager import PluginManager
 from .sysfs import FakeGPU, fake_gpu, write_sysfs
 
 
@@ -40,3 +41,14 @@ def fake_sysfs(tmp_path) -> Callable[..., Path]:
         return write_sysfs(tmp_path / f"sysfs{next(trees)}", gpus, cpu_nodes)
 
     return write
+
+
+@pytest.fixture
+def plugin_manager(strata_env) -> Callable[..., PluginManager]:
+    """``plugin_manager({"rx6600": plugin})``: a manager holding the core's ``core`` and
+    ``host`` plugins and exactly those, with ``strata_env`` as its environment."""
+
+    def holding(plugins: Mapping[str, object]) -> PluginManager:
+        return PluginManager.holding(plugins, strata_env)
+
+    return holding

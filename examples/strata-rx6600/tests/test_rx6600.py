@@ -1,5 +1,5 @@
 """The plugin's own tests, written with strata's kit only: the pytest plugin's fixtures
-(strata_env, fake_sysfs) and strata_core.testing's helpers."""
+(strata_env, fake_sysfs, plugin_manager) and strata_core.testing's helpers."""
 
 import json
 import subprocess
@@ -7,8 +7,8 @@ import sys
 
 from strata_rx6600 import UNVALIDATED, plugin
 
-from strata_core.records import RunContext
-from strata_core.testing import check_plugin, fake_gpu, plan_for
+from strata_core.records import Claim, RunContext
+from strata_core.testing import check_plugin, device_for, fake_gpu, plan_for
 
 
 def test_it_keeps_every_hook_contract():
@@ -22,6 +22,16 @@ def test_the_plan_for_an_rx_6600():
     assert plan.switches["STRATA_MTP_SIDE_STREAM"].source == "arch-default"
     assert UNVALIDATED in plan.warnings
     assert plan.kernels["prompt_gemm"].variant == "fma"
+
+
+def test_it_claims_its_card_and_refuses_others(plugin_manager):
+    manager = plugin_manager({"rx6600": plugin})
+    claims = dict(
+        manager.call_each("strata_claim_device", expected=Claim, device=device_for("gfx1032"))
+    )
+    assert claims["rx6600"].score == 100
+    other = manager.call_each("strata_claim_device", expected=Claim, device=device_for("gfx1030"))
+    assert dict(other)["rx6600"].reason == "carries code for gfx1032, not gfx1030"
 
 
 def test_a_user_value_wins(strata_env):
