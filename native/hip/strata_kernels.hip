@@ -9,40 +9,35 @@
 //               gfx103x, gfx906: FMA on LDS tiles
 //   gfx906      wave64; a logical 32-lane warp is half of the wavefront (the compat layer)
 // Every kernel runs workgroups of STRATA_BLOCK threads; the launcher reads that from the
-// code object's metadata and checks it.
+// code object's metadata and checks it. With STRATA_EMULATION naming a header, the hardware
+// primitives come from it instead (tests/fixtures/hip_emulation.h runs them on CPU threads).
 
+#define STRATA_HIP_KERNELS  // the header's host declarations are not ours
 #include "strata_kernels.h"
 
 #define STRATA_BLOCK 256
 #define WARP 32
 #define WARPS_PER_BLOCK (STRATA_BLOCK / WARP)
+#ifdef STRATA_EMULATION
+// The primitives below for threads on the CPU (tests/fixtures/hip_emulation.h), so that the
+// kernels' logic is tested where there is no GPU.
+#include STRATA_EMULATION
+#else
 #define KERNEL                                                                              \
   extern "C" __attribute__((global))                                                        \
   __attribute__((amdgpu_flat_work_group_size(STRATA_BLOCK, STRATA_BLOCK)))
 #define DEVICE static __attribute__((device)) inline
 #define SHARED __attribute__((shared))
+#define EXPORTED_DATA extern "C" __attribute__((device)) const
 
 #if defined(__GFX11__) || defined(__GFX12__)
 #define STRATA_DOT4_IU8 1
-#elif defined(__GFX9__) || defined(__GFX10__)
-#define STRATA_DOT4_I8 1
-#else
+#elif !defined(__GFX9__) && !defined(__GFX10__)
 #error "strata's HIP kernels target gfx906, gfx10, gfx11 and gfx12"
 #endif
 
-typedef _Float16 half8 __attribute__((ext_vector_type(8)));
-typedef _Float16 half16 __attribute__((ext_vector_type(16)));
-typedef float float8 __attribute__((ext_vector_type(8)));
-
-// What the host reads from the code object without a GPU: the ABI it implements and its
-// operations (the kernels below).
-extern "C" __attribute__((device)) const int strata_abi_version = STRATA_KERNEL_ABI_VERSION;
-extern "C" __attribute__((device)) const char strata_operations[] =
-    "matvec_q8_0,router_topk,topk,prompt_gemm";
-
 DEVICE unsigned thread_id() { return __builtin_amdgcn_workitem_id_x(); }
 DEVICE unsigned block_id() { return __builtin_amdgcn_workgroup_id_x(); }
-DEVICE unsigned warp_lane() { return thread_id() % WARP; }
 
 DEVICE void sync_block() {
   __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
@@ -59,12 +54,6 @@ DEVICE int warp_xor(int value, int mask) {
 #endif
   return __builtin_amdgcn_ds_bpermute((int)((lane ^ mask) << 2), value);
 }
-DEVICE float warp_xor(float value, int mask) {
-  return __builtin_bit_cast(float, warp_xor(__builtin_bit_cast(int, value), mask));
-}
-DEVICE unsigned warp_xor(unsigned value, int mask) {
-  return (unsigned)warp_xor((int)value, mask);
-}
 
 DEVICE int dot4(int a, int b, int acc) {
 #if STRATA_DOT4_IU8
@@ -72,6 +61,26 @@ DEVICE int dot4(int a, int b, int acc) {
 #else
   return __builtin_amdgcn_sdot4(a, b, acc, false);
 #endif
+}
+#endif
+
+typedef _Float16 half8 __attribute__((ext_vector_type(8)));
+typedef _Float16 half16 __attribute__((ext_vector_type(16)));
+typedef float float8 __attribute__((ext_vector_type(8)));
+
+// What the host reads from the code object without a GPU: the ABI it implements and its
+// operations (the kernels below).
+EXPORTED_DATA int strata_abi_version = STRATA_KERNEL_ABI_VERSION;
+EXPORTED_DATA char strata_operations[] =
+    "matvec_q8_0,router_topk,topk,prompt_gemm";
+
+DEVICE unsigned warp_lane() { return thread_id() % WARP; }
+
+DEVICE float warp_xor(float value, int mask) {
+  return __builtin_bit_cast(float, warp_xor(__builtin_bit_cast(int, value), mask));
+}
+DEVICE unsigned warp_xor(unsigned value, int mask) {
+  return (unsigned)warp_xor((int)value, mask);
 }
 
 // Scores as unsigned keys whose order is the float order; NaN ranks as -inf.

@@ -39,7 +39,7 @@
  *   strata_prompt_gemm(const half *a, const half *w, float *c, int64_t m, int64_t n, int64_t k)
  * computing c[m][n] = a[m][k] . w[n][k]; the host runs its prompt GEMM through numpy's BLAS.
  * The declarations below are the host library's exports. */
-#ifndef __HIP__
+#ifndef STRATA_HIP_KERNELS
 
 int strata_abi_version(void);
 /* Comma-separated operation names: "matvec_q8_0,router_topk,topk". */
@@ -68,6 +68,6 @@ int strata_topk_variant_for(int64_t n);
  * the machine's read bandwidth that matvec speeds are reported against. */
 uint64_t strata_read_bytes(const void *buffer, int64_t bytes);
 
-#endif /* __HIP__ */
+#endif /* STRATA_HIP_KERNELS */
 
 #endif
