@@ -90,8 +90,9 @@ def test_topk_rejects_k_larger_than_n(lib):
 @pytest.mark.parametrize("variant", ["fast", "portable"])
 @pytest.mark.parametrize(
     ("tokens", "experts", "k"),
-    [(512, 128, 8), (37, 64, 6), (1, 256, 8), (100, 128, 12), (17, 8, 8)],
-)
+    [(512, 128, 8), (37, 64, 6), (1, 256, 8), (100, 128, 12), (17, 8, 8), (64, 40, 16),
+     (50, 10, 3)],
+)  # fmt: skip
 def test_router_topk(lib, variant, tokens, experts, k):
     rng = np.random.default_rng(tokens * experts + k)
     logits = rng.standard_normal((tokens, experts), dtype=np.float32)
@@ -104,6 +105,17 @@ def test_router_topk(lib, variant, tokens, experts, k):
     np.testing.assert_array_equal(ids, expected_ids)
     np.testing.assert_allclose(weights, expected_weights, rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(weights.sum(axis=1), 1.0, rtol=1e-5)
+
+
+@pytest.mark.parametrize("variant", ["fast", "portable"])
+@pytest.mark.parametrize("levels", [3, 40])
+def test_router_topk_with_many_equal_logits(lib, variant, levels):
+    """Few distinct values: more than sixteen logits tie at the bound of the fast router."""
+    logits = np.random.default_rng(levels).integers(0, levels, (200, 128)).astype(np.float32)
+    ids, weights = lib.router_topk(logits, 8, variant)
+    expected_ids, expected_weights = reference.router_topk(logits, 8)
+    np.testing.assert_array_equal(ids, expected_ids)
+    np.testing.assert_allclose(weights, expected_weights, rtol=1e-5, atol=1e-7)
 
 
 ISA_CHECK = textwrap.dedent("""

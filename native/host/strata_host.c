@@ -411,6 +411,9 @@ int strata_topk(const float *scores, int64_t n, int k, int32_t *ids, float *valu
 
 /* ---- router_topk ------------------------------------------------------------------------ */
 
+/* The fast router's limit: a token's k best fit in one vector. */
+#define ROUTER_FAST_MAX_K 16
+
 static void softmax_weights(const item *best, int k, int32_t *ids, float *weights) {
     float sum = 0.0f;
     for (int j = 0; j < k; j++) {
@@ -439,69 +442,71 @@ static inline __m512 exp512(__m512 x) {
     return _mm512_scalef_ps(p, n);
 }
 
-/* Sixteen tokens at once, one per lane: each expert's logits are gathered and inserted into
- * a sorted list of k per lane by compare-exchange, with no branches. Experts come in
- * increasing id and only a strictly larger logit passes, so equal logits keep the lower id
- * first. NaN and -inf logits enter as -FLT_MAX, above the lists' -inf starting values. */
+/* The rank of each of sixteen values: how many lanes come before it, a larger value first
+ * and, among equal values, the lower lane. The ranks are a permutation of 0..15. */
 __attribute__((target(AVX512), always_inline))
-static inline void route16_k(const float *logits, int64_t experts, const int k, int32_t *ids,
-                             float *weights) {
-    __m512 value[8];
-    __m512i id[8];
-    for (int j = 0; j < k; j++) {
-        value[j] = _mm512_set1_ps(-INFINITY);
-        id[j] = _mm512_setzero_si512();
+static inline __m512i rank16(__m512 v) {
+    const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    __m512i rank = _mm512_setzero_si512();
+    for (int s = 1; s < 16; s++) {
+        __m512 other = _mm512_permutexvar_ps(
+            _mm512_and_si512(_mm512_add_epi32(lane, _mm512_set1_epi32(s)), _mm512_set1_epi32(15)),
+            v);
+        __mmask16 lower_lane = (__mmask16)(0xFFFFu << (16 - s)); /* lanes i with i + s >= 16 */
+        __mmask16 before = _mm512_cmp_ps_mask(other, v, _CMP_GT_OQ) |
+                           (_mm512_cmp_ps_mask(other, v, _CMP_EQ_OQ) & lower_lane);
+        rank = _mm512_mask_add_epi32(rank, before, rank, _mm512_set1_epi32(1));
     }
-    const __m512i rows = _mm512_mullo_epi32(
-        _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-        _mm512_set1_epi32((int)experts));
-    const __m512 lowest = _mm512_set1_ps(-FLT_MAX);
-    for (int64_t e = 0; e < experts; e++) {
-        __m512 v = _mm512_i32gather_ps(rows, logits + e, 4);
-        v = _mm512_mask_mov_ps(lowest, _mm512_cmp_ps_mask(v, lowest, _CMP_GT_OQ), v);
-        __m512i vi = _mm512_set1_epi32((int)e);
-        for (int j = 0; j < k; j++) {
-            __mmask16 better = _mm512_cmp_ps_mask(v, value[j], _CMP_GT_OQ);
-            __m512 kept = _mm512_mask_blend_ps(better, value[j], v);
-            __m512i kept_id = _mm512_mask_blend_epi32(better, id[j], vi);
-            v = _mm512_mask_blend_ps(better, v, value[j]);
-            vi = _mm512_mask_blend_epi32(better, vi, id[j]);
-            value[j] = kept;
-            id[j] = kept_id;
-        }
-    }
-    __m512 w[8], sum = _mm512_setzero_ps();
-    for (int j = 0; j < k; j++) {
-        w[j] = exp512(_mm512_sub_ps(value[j], value[0]));
-        sum = _mm512_add_ps(sum, w[j]);
-    }
-    float out_w[8][16];
-    int32_t out_id[8][16];
-    for (int j = 0; j < k; j++) {
-        _mm512_storeu_ps(out_w[j], _mm512_div_ps(w[j], sum));
-        _mm512_storeu_si512(out_id[j], id[j]);
-    }
-    for (int t = 0; t < 16; t++)
-        for (int j = 0; j < k; j++) {
-            ids[t * k + j] = out_id[j][t];
-            weights[t * k + j] = out_w[j][t];
-        }
+    return rank;
 }
 
-/* One copy per k, so that the k lists stay in registers. */
+/* One token, in registers: the k-th largest of the sixteen column maxima (column c holds
+ * experts c, c + 16, ...) is a lower bound of the token's k-th largest logit, since those k
+ * maxima are k logits at least as large. The logits at or above it (about ten for 128
+ * experts) are packed into one vector in increasing id and ranked there, so equal logits
+ * keep the lower id first; each of the k best goes straight to its place in the output.
+ * NaN and -inf enter as -FLT_MAX, the tail of a partial chunk not at all. Returns 0 when
+ * more than sixteen logits reach the bound (ties, mostly), for the caller to sort. */
 __attribute__((target(AVX512)))
-static void route16_avx512(const float *logits, int64_t experts, int k, int32_t *ids,
-                           float *weights) {
-    switch (k) {
-    case 1: route16_k(logits, experts, 1, ids, weights); break;
-    case 2: route16_k(logits, experts, 2, ids, weights); break;
-    case 3: route16_k(logits, experts, 3, ids, weights); break;
-    case 4: route16_k(logits, experts, 4, ids, weights); break;
-    case 5: route16_k(logits, experts, 5, ids, weights); break;
-    case 6: route16_k(logits, experts, 6, ids, weights); break;
-    case 7: route16_k(logits, experts, 7, ids, weights); break;
-    default: route16_k(logits, experts, 8, ids, weights); break;
+static int route1_avx512(const float *logits, int64_t experts, int k, int32_t *ids,
+                         float *weights) {
+    const __m512 lowest = _mm512_set1_ps(-FLT_MAX), none = _mm512_set1_ps(-INFINITY);
+    const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const int64_t chunks = (experts + 15) / 16;
+    __m512 colmax = none;
+    for (int64_t c = 0; c < chunks; c++) {
+        __mmask16 live = (__mmask16)(experts - 16 * c >= 16 ? 0xFFFF
+                                                            : (1u << (experts - 16 * c)) - 1);
+        __m512 v = _mm512_mask_loadu_ps(none, live, logits + 16 * c);
+        colmax = _mm512_max_ps(colmax, _mm512_mask_max_ps(none, live, v, lowest));
     }
+    __mmask16 kth = _mm512_cmpeq_epi32_mask(rank16(colmax), _mm512_set1_epi32(k - 1));
+    const __m512 bound = _mm512_set1_ps(_mm512_mask_reduce_max_ps(kth, colmax));
+    __m512 held_v = none;
+    __m512i held_i = _mm512_setzero_si512();
+    int n = 0;
+    for (int64_t c = 0; c < chunks; c++) {
+        __mmask16 live = (__mmask16)(experts - 16 * c >= 16 ? 0xFFFF
+                                                            : (1u << (experts - 16 * c)) - 1);
+        __m512 v = _mm512_mask_max_ps(none, live, _mm512_mask_loadu_ps(none, live, logits + 16 * c),
+                                      lowest);
+        __mmask16 pass = _mm512_mask_cmp_ps_mask(live, v, bound, _CMP_GE_OQ);
+        int count = __builtin_popcount(pass);
+        if (n + count > 16) return 0;
+        __mmask16 slots = (__mmask16)(((1u << count) - 1) << n);
+        __m512i id = _mm512_add_epi32(iota, _mm512_set1_epi32((int)(16 * c)));
+        held_v = _mm512_mask_expand_ps(held_v, slots, _mm512_maskz_compress_ps(pass, v));
+        held_i = _mm512_mask_expand_epi32(held_i, slots, _mm512_maskz_compress_epi32(pass, id));
+        n += count;
+    }
+    __m512i rank = rank16(held_v);
+    __mmask16 kept = _mm512_cmplt_epi32_mask(rank, _mm512_set1_epi32(k));
+    __m512 top = _mm512_set1_ps(_mm512_mask_reduce_max_ps(kept, held_v));
+    __m512 w = _mm512_maskz_mov_ps(kept, exp512(_mm512_sub_ps(held_v, top)));
+    w = _mm512_div_ps(w, _mm512_set1_ps(_mm512_mask_reduce_add_ps(kept, w)));
+    _mm512_mask_i32scatter_ps(weights, kept, rank, w, 4);
+    _mm512_mask_i32scatter_epi32(ids, kept, rank, held_i, 4);
+    return 1;
 }
 
 static void route_portable(const float *logits, int64_t experts, int k, item *best) {
@@ -513,15 +518,20 @@ int strata_router_topk(const float *logits, int64_t tokens, int64_t experts, int
     if (!logits || !ids || !weights || tokens < 0 || k <= 0 || experts < k || k > 64 ||
         experts > (1 << 24) || (variant != STRATA_ROUTER_FAST && variant != STRATA_ROUTER_PORTABLE))
         return STRATA_E_ARGUMENT;
-    int64_t grouped = 0;
-    if (variant == STRATA_ROUTER_FAST && k <= 8 && detect_isa() == ISA_AVX512VNNI) {
-        grouped = tokens / 16 * 16;
-#pragma omp parallel for schedule(static) if (grouped >= 128)
-        for (int64_t t = 0; t < grouped; t += 16)
-            route16_avx512(logits + t * experts, experts, k, ids + t * k, weights + t * k);
+    if (variant == STRATA_ROUTER_FAST && k <= ROUTER_FAST_MAX_K &&
+        detect_isa() == ISA_AVX512VNNI) {
+#pragma omp parallel for schedule(static) if (tokens >= 128)
+        for (int64_t t = 0; t < tokens; t++) {
+            if (route1_avx512(logits + t * experts, experts, k, ids + t * k, weights + t * k))
+                continue;
+            item best[ROUTER_FAST_MAX_K];
+            route_portable(logits + t * experts, experts, k, best);
+            softmax_weights(best, k, ids + t * k, weights + t * k);
+        }
+        return STRATA_OK;
     }
-#pragma omp parallel for schedule(static) if (tokens - grouped >= 64)
-    for (int64_t t = grouped; t < tokens; t++) {
+#pragma omp parallel for schedule(static) if (tokens >= 64)
+    for (int64_t t = 0; t < tokens; t++) {
         item best[64];
         route_portable(logits + t * experts, experts, k, best);
         softmax_weights(best, k, ids + t * k, weights + t * k);
