@@ -21,10 +21,6 @@ from strata_core.host.library import HostLibrary
 MB = 1 << 20
 
 
-def median_s(fn, repeats: int) -> float:
-    return side_by_side(fn, fn, repeats)[0]
-
-
 def side_by_side(first, second, repeats: int) -> tuple[float, float]:
     """Median seconds of each, the two calls alternating so that drift hits both alike."""
     first(), second()
@@ -43,17 +39,18 @@ def main() -> None:
     rng = np.random.default_rng(0)
     print(f"host library {lib.path.name}: {lib.isa}, {threads} threads")
 
-    buffer = np.ones(1024 * MB, dtype=np.uint8)
-    read = median_s(lambda: lib.read_bytes(buffer), 7)
-    dram = buffer.nbytes / read / 1e9
-    print(f"DRAM read (1 GiB, all threads): {dram:.1f} GB/s")
-
     rows, cols = 16384, 32768  # 512 MiB of int8 weights
     qs = rng.integers(-127, 128, size=(rows, cols), dtype=np.int8)
     d = rng.random((rows, cols // 32), dtype=np.float32).astype(np.float16)
     xq = rng.integers(-127, 128, size=cols, dtype=np.int8)
     xd = rng.random(cols // 32, dtype=np.float32)
-    mv = median_s(lambda: lib.matvec_q8_0(qs, d, xq, xd), 9)
+    buffer = np.ones(1024 * MB, dtype=np.uint8)
+    # alternating, so that the machine's bandwidth swings hit both alike
+    read, mv = side_by_side(
+        lambda: lib.read_bytes(buffer), lambda: lib.matvec_q8_0(qs, d, xq, xd), 9
+    )
+    dram = buffer.nbytes / read / 1e9
+    print(f"DRAM read (1 GiB, all threads): {dram:.1f} GB/s")
     bytes_read = qs.nbytes + d.nbytes
     print(
         f"matvec_q8_0 {rows}x{cols} ({bytes_read / MB:.0f} MiB): {mv * 1e3:.1f} ms, "

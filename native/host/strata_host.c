@@ -411,8 +411,10 @@ int strata_topk(const float *scores, int64_t n, int k, int32_t *ids, float *valu
 
 /* ---- router_topk ------------------------------------------------------------------------ */
 
-/* The fast router's limit: a token's k best fit in one vector. */
+/* The fast router's limit: at most sixteen candidates a token, so k of them. */
 #define ROUTER_FAST_MAX_K 16
+/* Tokens from which the fast router splits its work across threads. */
+#define ROUTER_PARALLEL_FROM 256
 
 static void softmax_weights(const item *best, int k, int32_t *ids, float *weights) {
     float sum = 0.0f;
@@ -442,71 +444,130 @@ static inline __m512 exp512(__m512 x) {
     return _mm512_scalef_ps(p, n);
 }
 
-/* The rank of each of sixteen values: how many lanes come before it, a larger value first
- * and, among equal values, the lower lane. The ranks are a permutation of 0..15. */
+/* Sixteen tokens, one a lane. First each token's sixteen column maxima (column c holds
+ * experts c, c + 16, ...); the k-th largest of them bounds the token's k-th largest logit
+ * from below, since those k maxima are k logits at least as large. Then the logits at or
+ * above the bound (about ten of 128) are packed per token, and the k best of those few slots
+ * are kept by compare-exchange, lane-wise across the tokens, with equal logits in id order.
+ * NaN and -inf enter as
+ * -FLT_MAX, the tail of a partial chunk not at all. Returns the tokens with more than
+ * sixteen logits at their bound (ties, mostly), which the caller sorts. */
 __attribute__((target(AVX512), always_inline))
-static inline __m512i rank16(__m512 v) {
+static inline __mmask16 route16_k(const float *logits, int group, int64_t experts, const int k,
+                                  int32_t *ids, float *weights) {
+    const __m512 lowest = _mm512_set1_ps(-FLT_MAX), none = _mm512_set1_ps(-INFINITY);
     const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-    __m512i rank = _mm512_setzero_si512();
-    for (int s = 1; s < 16; s++) {
-        __m512 other = _mm512_permutexvar_ps(
-            _mm512_and_si512(_mm512_add_epi32(lane, _mm512_set1_epi32(s)), _mm512_set1_epi32(15)),
-            v);
-        __mmask16 lower_lane = (__mmask16)(0xFFFFu << (16 - s)); /* lanes i with i + s >= 16 */
-        __mmask16 before = _mm512_cmp_ps_mask(other, v, _CMP_GT_OQ) |
-                           (_mm512_cmp_ps_mask(other, v, _CMP_EQ_OQ) & lower_lane);
-        rank = _mm512_mask_add_epi32(rank, before, rank, _mm512_set1_epi32(1));
+    const __m512i across = _mm512_mullo_epi32(lane, _mm512_set1_epi32(16));
+    const int64_t chunks = (experts + 15) / 16;
+    float table_v[16][16];
+    int32_t table_i[16][16];
+    __m512 top[16];
+    __m512i top_i[16];
+
+    for (int t = 0; t < 16; t++) {
+        const float *row = logits + (t < group ? t : group - 1) * experts;
+        __m512 colmax = none;
+        for (int64_t c = 0; c < chunks; c++) {
+            __mmask16 live = (__mmask16)(experts - 16 * c >= 16 ? 0xFFFF
+                                                                : (1u << (experts - 16 * c)) - 1);
+            __m512 v = _mm512_mask_loadu_ps(none, live, row + 16 * c);
+            colmax = _mm512_max_ps(colmax, _mm512_mask_max_ps(none, live, v, lowest));
+        }
+        _mm512_storeu_ps(table_v[t], colmax);
     }
-    return rank;
+    for (int j = 0; j < k; j++) top[j] = none;
+    for (int c = 0; c < 16; c++) {
+        __m512 v = _mm512_i32gather_ps(across, &table_v[0][c], 4);
+        for (int j = 0; j < k; j++) {
+            __m512 high = _mm512_max_ps(top[j], v);
+            v = _mm512_min_ps(top[j], v);
+            top[j] = high;
+        }
+    }
+    float bound[16];
+    _mm512_storeu_ps(bound, top[k - 1]);
+
+    __mmask16 overflow = 0;
+    int most = 0;
+    for (int t = 0; t < 16; t++) {
+        _mm512_storeu_ps(table_v[t], none);
+        _mm512_storeu_si512(table_i[t], _mm512_setzero_si512());
+        if (t >= group) continue;
+        const float *row = logits + t * experts;
+        const __m512 at_least = _mm512_set1_ps(bound[t]);
+        int n = 0;
+        for (int64_t c = 0; c < chunks; c++) {
+            __mmask16 live = (__mmask16)(experts - 16 * c >= 16 ? 0xFFFF
+                                                                : (1u << (experts - 16 * c)) - 1);
+            __m512 v = _mm512_mask_max_ps(none, live, _mm512_mask_loadu_ps(none, live, row + 16 * c),
+                                          lowest);
+            __mmask16 pass = _mm512_mask_cmp_ps_mask(live, v, at_least, _CMP_GE_OQ);
+            int count = __builtin_popcount(pass);
+            if (n + count > 16) {
+                overflow |= (__mmask16)(1u << t);
+                break;
+            }
+            __mmask16 first = (__mmask16)((1u << count) - 1);
+            __m512i id = _mm512_add_epi32(lane, _mm512_set1_epi32((int)(16 * c)));
+            _mm512_mask_storeu_ps(table_v[t] + n, first, _mm512_maskz_compress_ps(pass, v));
+            _mm512_mask_storeu_epi32(table_i[t] + n, first, _mm512_maskz_compress_epi32(pass, id));
+            n += count;
+        }
+        most = n > most ? n : most;
+    }
+    for (int j = 0; j < k; j++) {
+        top[j] = none;
+        top_i[j] = _mm512_setzero_si512();
+    }
+    for (int s = 0; s < most; s++) {
+        __m512 v = _mm512_i32gather_ps(across, &table_v[0][s], 4);
+        __m512i vi = _mm512_i32gather_epi32(across, &table_i[0][s], 4);
+        /* The slot's logit has the highest id yet, so it passes only a smaller one; once it
+         * has displaced a logit, the one carried down has a lower id than any equal below. */
+        __mmask16 carried = 0;
+        for (int j = 0; j < k && j <= s; j++) {
+            __mmask16 better = (_mm512_cmp_ps_mask(v, top[j], _CMP_GT_OQ) & ~carried) |
+                               (_mm512_cmp_ps_mask(v, top[j], _CMP_GE_OQ) & carried);
+            carried |= better;
+            __m512 kept = _mm512_mask_blend_ps(better, top[j], v);
+            __m512i kept_i = _mm512_mask_blend_epi32(better, top_i[j], vi);
+            v = _mm512_mask_blend_ps(better, v, top[j]);
+            vi = _mm512_mask_blend_epi32(better, vi, top_i[j]);
+            top[j] = kept;
+            top_i[j] = kept_i;
+        }
+    }
+
+    __m512 w[16], sum = _mm512_setzero_ps();
+    for (int j = 0; j < k; j++) {
+        w[j] = exp512(_mm512_sub_ps(top[j], top[0]));
+        sum = _mm512_add_ps(sum, w[j]);
+    }
+    const __mmask16 done = (__mmask16)(((1u << group) - 1) & ~overflow);
+    const __m512i out = _mm512_mullo_epi32(lane, _mm512_set1_epi32(k));
+    for (int j = 0; j < k; j++) {
+        __m512i at = _mm512_add_epi32(out, _mm512_set1_epi32(j));
+        _mm512_mask_i32scatter_ps(weights, done, at, _mm512_div_ps(w[j], sum), 4);
+        _mm512_mask_i32scatter_epi32(ids, done, at, top_i[j], 4);
+    }
+    return overflow;
 }
 
-/* One token, in registers: the k-th largest of the sixteen column maxima (column c holds
- * experts c, c + 16, ...) is a lower bound of the token's k-th largest logit, since those k
- * maxima are k logits at least as large. The logits at or above it (about ten for 128
- * experts) are packed into one vector in increasing id and ranked there, so equal logits
- * keep the lower id first; each of the k best goes straight to its place in the output.
- * NaN and -inf enter as -FLT_MAX, the tail of a partial chunk not at all. Returns 0 when
- * more than sixteen logits reach the bound (ties, mostly), for the caller to sort. */
+/* One copy for each k up to 8, so that the k best stay in registers. */
 __attribute__((target(AVX512)))
-static int route1_avx512(const float *logits, int64_t experts, int k, int32_t *ids,
+static __mmask16 route16(const float *logits, int group, int64_t experts, int k, int32_t *ids,
                          float *weights) {
-    const __m512 lowest = _mm512_set1_ps(-FLT_MAX), none = _mm512_set1_ps(-INFINITY);
-    const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-    const int64_t chunks = (experts + 15) / 16;
-    __m512 colmax = none;
-    for (int64_t c = 0; c < chunks; c++) {
-        __mmask16 live = (__mmask16)(experts - 16 * c >= 16 ? 0xFFFF
-                                                            : (1u << (experts - 16 * c)) - 1);
-        __m512 v = _mm512_mask_loadu_ps(none, live, logits + 16 * c);
-        colmax = _mm512_max_ps(colmax, _mm512_mask_max_ps(none, live, v, lowest));
+    switch (k) {
+    case 1: return route16_k(logits, group, experts, 1, ids, weights);
+    case 2: return route16_k(logits, group, experts, 2, ids, weights);
+    case 3: return route16_k(logits, group, experts, 3, ids, weights);
+    case 4: return route16_k(logits, group, experts, 4, ids, weights);
+    case 5: return route16_k(logits, group, experts, 5, ids, weights);
+    case 6: return route16_k(logits, group, experts, 6, ids, weights);
+    case 7: return route16_k(logits, group, experts, 7, ids, weights);
+    case 8: return route16_k(logits, group, experts, 8, ids, weights);
+    default: return route16_k(logits, group, experts, k, ids, weights);
     }
-    __mmask16 kth = _mm512_cmpeq_epi32_mask(rank16(colmax), _mm512_set1_epi32(k - 1));
-    const __m512 bound = _mm512_set1_ps(_mm512_mask_reduce_max_ps(kth, colmax));
-    __m512 held_v = none;
-    __m512i held_i = _mm512_setzero_si512();
-    int n = 0;
-    for (int64_t c = 0; c < chunks; c++) {
-        __mmask16 live = (__mmask16)(experts - 16 * c >= 16 ? 0xFFFF
-                                                            : (1u << (experts - 16 * c)) - 1);
-        __m512 v = _mm512_mask_max_ps(none, live, _mm512_mask_loadu_ps(none, live, logits + 16 * c),
-                                      lowest);
-        __mmask16 pass = _mm512_mask_cmp_ps_mask(live, v, bound, _CMP_GE_OQ);
-        int count = __builtin_popcount(pass);
-        if (n + count > 16) return 0;
-        __mmask16 slots = (__mmask16)(((1u << count) - 1) << n);
-        __m512i id = _mm512_add_epi32(iota, _mm512_set1_epi32((int)(16 * c)));
-        held_v = _mm512_mask_expand_ps(held_v, slots, _mm512_maskz_compress_ps(pass, v));
-        held_i = _mm512_mask_expand_epi32(held_i, slots, _mm512_maskz_compress_epi32(pass, id));
-        n += count;
-    }
-    __m512i rank = rank16(held_v);
-    __mmask16 kept = _mm512_cmplt_epi32_mask(rank, _mm512_set1_epi32(k));
-    __m512 top = _mm512_set1_ps(_mm512_mask_reduce_max_ps(kept, held_v));
-    __m512 w = _mm512_maskz_mov_ps(kept, exp512(_mm512_sub_ps(held_v, top)));
-    w = _mm512_div_ps(w, _mm512_set1_ps(_mm512_mask_reduce_add_ps(kept, w)));
-    _mm512_mask_i32scatter_ps(weights, kept, rank, w, 4);
-    _mm512_mask_i32scatter_epi32(ids, kept, rank, held_i, 4);
-    return 1;
 }
 
 static void route_portable(const float *logits, int64_t experts, int k, item *best) {
@@ -520,13 +581,17 @@ int strata_router_topk(const float *logits, int64_t tokens, int64_t experts, int
         return STRATA_E_ARGUMENT;
     if (variant == STRATA_ROUTER_FAST && k <= ROUTER_FAST_MAX_K &&
         detect_isa() == ISA_AVX512VNNI) {
-#pragma omp parallel for schedule(static) if (tokens >= 128)
-        for (int64_t t = 0; t < tokens; t++) {
-            if (route1_avx512(logits + t * experts, experts, k, ids + t * k, weights + t * k))
-                continue;
-            item best[ROUTER_FAST_MAX_K];
-            route_portable(logits + t * experts, experts, k, best);
-            softmax_weights(best, k, ids + t * k, weights + t * k);
+#pragma omp parallel for schedule(static) if (tokens >= ROUTER_PARALLEL_FROM)
+        for (int64_t t = 0; t < tokens; t += 16) {
+            int group = tokens - t < 16 ? (int)(tokens - t) : 16;
+            __mmask16 left = route16(logits + t * experts, group, experts, k, ids + t * k,
+                                     weights + t * k);
+            for (int u = 0; u < group; u++) {
+                if (!(left >> u & 1)) continue;
+                item best[ROUTER_FAST_MAX_K];
+                route_portable(logits + (t + u) * experts, experts, k, best);
+                softmax_weights(best, k, ids + (t + u) * k, weights + (t + u) * k);
+            }
         }
         return STRATA_OK;
     }
