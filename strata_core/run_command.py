@@ -78,7 +78,10 @@ def run_workload(args: argparse.Namespace, env: Mapping[str, str], outcome: Plan
     }
     dispatch = TunedDispatch(None, f"{plan.plugin} GEMM")
     backend = gpu_backend(gpu.kernels, lib)
-    reports = run(backend, workload, kernels, dispatch, progress=sys.stderr)
+    try:
+        reports = run(backend, workload, kernels, dispatch, progress=sys.stderr)
+    finally:
+        gpu.kernels.close()
     results = {name: r.as_dict(0.0) for name, r in reports.items() if r.seconds}
     code = gpu.kernels.code
     if args.json:

@@ -113,6 +113,7 @@ def test_the_launcher_packs_what_the_metadata_says(stand_in, tmp_path, monkeypat
         8,
     ]
     assert gemm[:3] == ["strata_prompt_gemm", "2", "256"]  # 3 x 3 WMMA tiles, 8 per block
+    kernels.close()
 
 
 def test_run_stops_when_the_runtime_sees_another_card(stand_in, env, tmp_path):

@@ -86,14 +86,22 @@ class GpuKernels:
     def __init__(self, runtime: HipRuntime, code: code_object.CodeObject, gpu: Card) -> None:
         self.runtime, self.code, self.gpu = runtime, code, gpu
         runtime.set_device(gpu.index)
-        module = runtime.load_module(code.path.read_bytes(), code.path.name)
+        self.module = runtime.load_module(code.path.read_bytes(), code.path.name)
         self.functions = {
-            op: runtime.function(module, code_object.KERNEL_PREFIX + op) for op in abi.OPERATIONS
+            op: runtime.function(self.module, code_object.KERNEL_PREFIX + op)
+            for op in abi.OPERATIONS
         }
         self.stream = runtime.stream()
         self.start, self.stop = runtime.event(), runtime.event()
         self.matrix_cores = archdb.lookup(gpu.gfx).wmma
         self.seconds = 0.0
+
+    def close(self) -> None:
+        """Release the stream, the events and the module."""
+        self.runtime.destroy_event(self.start)
+        self.runtime.destroy_event(self.stop)
+        self.runtime.destroy_stream(self.stream)
+        self.runtime.unload_module(self.module)
 
     def _run(self, op: str, grid: int, inputs: dict, outputs: dict, scalars: dict) -> None:
         rt, pointers = self.runtime, {}

@@ -57,6 +57,9 @@ class HipRuntime:
         self.check(self.lib.hipModuleLoadData(module, image), f"hipModuleLoadData({name})")
         return module[0]
 
+    def unload_module(self, module) -> None:
+        self.check(self.lib.hipModuleUnload(module), "hipModuleUnload")
+
     def function(self, module, name: str):
         function = self.ffi.new("hipFunction_t *")
         self.check(
@@ -112,6 +115,9 @@ class HipRuntime:
         self.check(self.lib.hipStreamCreate(stream), "hipStreamCreate")
         return stream[0]
 
+    def destroy_stream(self, stream) -> None:
+        self.check(self.lib.hipStreamDestroy(stream), "hipStreamDestroy")
+
     def synchronize(self, stream) -> None:
         self.check(self.lib.hipStreamSynchronize(stream), "hipStreamSynchronize")
 
@@ -119,6 +125,9 @@ class HipRuntime:
         event = self.ffi.new("hipEvent_t *")
         self.check(self.lib.hipEventCreate(event), "hipEventCreate")
         return event[0]
+
+    def destroy_event(self, event) -> None:
+        self.check(self.lib.hipEventDestroy(event), "hipEventDestroy")
 
     def record(self, event, stream) -> None:
         self.check(self.lib.hipEventRecord(event, stream), "hipEventRecord")
