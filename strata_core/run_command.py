@@ -44,10 +44,9 @@ def start_engine(outcome: PlanOutcome, env: Mapping[str, str], engine: Sequence[
 
 def run_workload(args: argparse.Namespace, env: Mapping[str, str], outcome: PlanOutcome) -> int:
     from . import profile
-    from .hip.backend import NoGpuRun, gpu_backend, open_gpu
+    from .hip.backend import NoGpuRun, open_gpu
     from .host.library import HostLibrary
     from .records import KernelLibrary
-    from .tuning.dispatch import TunedDispatch
 
     plan = outcome.plan
     workload = profile.load(args.profile)
@@ -66,8 +65,13 @@ def run_workload(args: argparse.Namespace, env: Mapping[str, str], outcome: Plan
     threads = lib.set_threads(args.threads)
     if gpu is None:
         return _run_on_host(args, env, plan, workload, lib, threads)
+    return _run_on_gpu(args, plan, workload, gpu, lib)
 
+
+def _run_on_gpu(args: argparse.Namespace, plan, workload, gpu, lib) -> int:
+    from .hip.backend import gpu_backend
     from .host.workload import run
+    from .tuning.dispatch import TunedDispatch
 
     kernels = dict(plan.kernels) | {
         "topk": attrs.evolve(
@@ -77,26 +81,26 @@ def run_workload(args: argparse.Namespace, env: Mapping[str, str], outcome: Plan
         )
     }
     dispatch = TunedDispatch(None, f"{plan.plugin} GEMM")
-    backend = gpu_backend(gpu.kernels, lib)
     try:
-        reports = run(backend, workload, kernels, dispatch, progress=sys.stderr)
+        reports = run(
+            gpu_backend(gpu.kernels, lib), workload, kernels, dispatch, progress=sys.stderr
+        )
     finally:
         gpu.kernels.close()
     results = {name: r.as_dict(0.0) for name, r in reports.items() if r.seconds}
     code = gpu.kernels.code
     if args.json:
-        _print_json(
-            {
-                "backend": "hip",
-                "plugin": plan.plugin,
-                "card": gpu.card.name,
-                "target": gpu.card.gfx,
-                "code_object": str(code.path),
-                "runtime": gpu.runtime_path,
-                "workload": workload.name,
-                "kernels": results,
-            }
-        )
+        answer = {
+            "backend": "hip",
+            "plugin": plan.plugin,
+            "card": gpu.card.name,
+            "target": gpu.card.gfx,
+            "code_object": str(code.path),
+            "runtime": gpu.runtime_path,
+            "workload": workload.name,
+            "kernels": results,
+        }
+        print(json.dumps(answer, indent=2))
         return 0
     print(
         f"GPU backend: {plan.plugin} {code.path.name} on {gpu.card.name} ({gpu.card.gfx}), "
@@ -142,18 +146,17 @@ def _run_on_host(args, env, plan, workload, lib, threads: int) -> int:
         print(dispatch.summary(), file=sys.stderr)
     results = {name: r.as_dict(read_gbs) for name, r in reports.items() if r.seconds}
     if args.json:
-        _print_json(
-            {
-                "backend": "host",
-                "library": str(lib.path),
-                "isa": lib.isa,
-                "threads": threads,
-                "read_bandwidth_gbs": round(read_gbs, 2),
-                "workload": workload.name,
-                "tuning": table.as_dict(),
-                "kernels": results,
-            }
-        )
+        answer = {
+            "backend": "host",
+            "library": str(lib.path),
+            "isa": lib.isa,
+            "threads": threads,
+            "read_bandwidth_gbs": round(read_gbs, 2),
+            "workload": workload.name,
+            "tuning": table.as_dict(),
+            "kernels": results,
+        }
+        print(json.dumps(answer, indent=2))
         return 0
     print(
         f"host backend: {lib.path.name}, {lib.isa}, {threads} threads; DRAM read "
@@ -161,10 +164,6 @@ def _run_on_host(args, env, plan, workload, lib, threads: int) -> int:
     )
     _print_results(results, share_of_read=True)
     return 0
-
-
-def _print_json(document: dict) -> None:
-    print(json.dumps(document, indent=2))
 
 
 def _print_results(results: Mapping[str, dict], share_of_read: bool) -> None:
