@@ -1,27 +1,21 @@
 from __future__ import annotations
 
 import itertools
-import os
 
 import pytest
 
-from strata_core.detect.visibility import is_runtime_variable
 from strata_core.devices import DeviceScan, scan
 from strata_core.manager import PluginManager
 from strata_core.records import DetectionContext
+from strata_core.testing.pytest_plugin import clean_environment
 from strata_core.testing.sysfs import write_sysfs
 
 
 @pytest.fixture
 def env(tmp_path) -> dict[str, str]:
     """The process environment without any GPU runtime or strata variable, with the answer
-    cache in this test's own folder."""
-    clean = {
-        k: v
-        for k, v in os.environ.items()
-        if not is_runtime_variable(k) and not k.startswith("STRATA_")
-    }
-    return clean | {"STRATA_CACHE_DIR": str(tmp_path / "answer-cache")}
+    cache in this test's own folder (the HIP probe stays on)."""
+    return clean_environment(tmp_path / "answer-cache")
 
 
 @pytest.fixture

@@ -13,10 +13,9 @@ from ..manager import PluginManager
 from .sysfs import FakeGPU, fake_gpu, write_sysfs
 
 
-@pytest.fixture
-def strata_env(tmp_path) -> dict[str, str]:
-    """The process environment without ROCm's variables or any STRATA_* one, with the HIP
-    probe off and strata's answer cache in the test's own folder."""
+def clean_environment(cache_dir: Path) -> dict[str, str]:
+    """The process environment without ROCm's variables or any STRATA_* one, with strata's
+    answer cache in ``cache_dir``."""
     from ..detect.visibility import is_runtime_variable
 
     clean = {
@@ -24,7 +23,14 @@ def strata_env(tmp_path) -> dict[str, str]:
         for k, v in os.environ.items()
         if not is_runtime_variable(k) and not k.startswith("STRATA_")
     }
-    return clean | {"STRATA_CACHE_DIR": str(tmp_path / "strata-cache"), "STRATA_HIP_PROBE": "0"}
+    return clean | {"STRATA_CACHE_DIR": str(cache_dir)}
+
+
+@pytest.fixture
+def strata_env(tmp_path) -> dict[str, str]:
+    """:func:`clean_environment` with the cache in the test's own folder and the HIP probe
+    off."""
+    return clean_environment(tmp_path / "strata-cache") | {"STRATA_HIP_PROBE": "0"}
 
 
 @pytest.fixture
