@@ -7,11 +7,11 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from .. import archdb
 from ..detect.hip_probe import device_facts
 from ..errors import StrataError
 from ..host._host_ffi import ffi as kernel_abi
 from ..host.library import ROUTER_VARIANTS, TOPK_VARIANTS
+from ..host.q8 import check_matvec_shapes
 from ..records import KernelLibrary
 from . import abi, code_object
 from .runtime import HipRuntime
@@ -93,7 +93,8 @@ class GpuKernels:
         }
         self.stream = runtime.stream()
         self.start, self.stop = runtime.event(), runtime.event()
-        self.matrix_cores = archdb.lookup(gpu.gfx).wmma
+        # the source's own rule: the WMMA GEMM is compiled for gfx11 and gfx12
+        self.matrix_cores = gpu.gfx.startswith(("gfx11", "gfx12"))
         self.seconds = 0.0
 
     def close(self) -> None:
@@ -124,6 +125,7 @@ class GpuKernels:
                 rt.free(pointer)
 
     def matvec_q8_0(self, qs, d, xq, xd) -> np.ndarray:
+        check_matvec_shapes(qs, d, xq, xd)
         rows, cols = qs.shape
         y = np.empty(rows, dtype=np.float32)
         inputs = {

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import StrataError
+from .q8 import check_matvec_shapes
 
 LIBRARY = Path(__file__).resolve().with_name("libstrata_host.so")
 TOPK_VARIANTS = {"auto": 0, "heap": 1, "wide": 2, "old": 3}
@@ -53,12 +54,8 @@ class HostLibrary:
     def matvec_q8_0(
         self, qs: np.ndarray, d: np.ndarray, xq: np.ndarray, xd: np.ndarray
     ) -> np.ndarray:
+        check_matvec_shapes(qs, d, xq, xd)
         rows, cols = qs.shape
-        if d.shape != (rows, cols // 32) or xq.shape != (cols,) or xd.shape != (cols // 32,):
-            raise StrataError(
-                f"matvec_q8_0: shapes {qs.shape}, {d.shape}, {xq.shape}, "
-                f"{xd.shape} do not fit together"
-            )
         qs, xq = _contiguous(qs, np.int8), _contiguous(xq, np.int8)
         d, xd = _contiguous(d, np.float16).view(np.uint16), _contiguous(xd, np.float32)
         y = np.empty(rows, dtype=np.float32)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import StrataError
+
 BLOCK = 32
 
 
@@ -23,3 +25,14 @@ def quantize_vector(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """x[cols] -> (xq int8 [cols], xd float32 [cols / 32])."""
     qs, d = quantize_rows(np.asarray(x, dtype=np.float32)[None, :])
     return qs[0], d[0].astype(np.float32)
+
+
+def check_matvec_shapes(qs: np.ndarray, d: np.ndarray, xq: np.ndarray, xd: np.ndarray) -> None:
+    """Refuse weights, scales and activations that are not one Q8_0 matrix-vector product."""
+    rows, cols = qs.shape
+    fits = cols % BLOCK == 0 and d.shape == (rows, cols // BLOCK)
+    if not fits or xq.shape != (cols,) or xd.shape != (cols // BLOCK,):
+        raise StrataError(
+            f"matvec_q8_0: shapes {qs.shape}, {d.shape}, {xq.shape}, {xd.shape} do not fit "
+            "together"
+        )
