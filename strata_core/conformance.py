@@ -13,11 +13,10 @@ from .context import NATIVE_PACKS, OS_NAMES
 from .devices import device_for
 from .errors import StrataError
 from .manager import PluginManager, PluginStatus
-from .plan import declarations
+from .plan import CORE, declarations
 from .records import Claim, Device, KernelChoice, KernelLibrary, RunContext, Workload
 from .switches import Defaults
 
-CORE = "core"
 #: The contexts every default and kernel choice is asked for: each OS, with and without
 #: int8 KV, with and without a native pack.
 CONTEXTS = tuple(
