@@ -65,10 +65,10 @@ def run_workload(args: argparse.Namespace, env: Mapping[str, str], outcome: Plan
     threads = lib.set_threads(args.threads)
     if gpu is None:
         return _run_on_host(args, env, plan, workload, lib, threads)
-    return _run_on_gpu(args, plan, workload, gpu, lib)
+    return run_on_gpu(args, plan, workload, gpu, lib)
 
 
-def _run_on_gpu(args: argparse.Namespace, plan, workload, gpu, lib) -> int:
+def run_on_gpu(args: argparse.Namespace, plan, workload, gpu, lib) -> int:
     from .hip.backend import gpu_backend
     from .host.workload import run
     from .tuning.dispatch import TunedDispatch

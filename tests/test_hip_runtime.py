@@ -2,6 +2,7 @@
 device), and a stand-in runtime (tests/fixtures/hip_stand_in.c) that reports one card of a
 chosen architecture and records launches without computing anything."""
 
+import argparse
 import json
 import shutil
 import struct
@@ -13,12 +14,18 @@ import pytest
 from cli_runner import strata_core
 from test_hip_probe import needs_debian_hip
 
+from strata_core import profile
 from strata_core.errors import StrataError
 from strata_core.hip import abi
+from strata_core.hip.backend import OpenedGpu
 from strata_core.hip.library import Card, GpuKernels, card, start_check
 from strata_core.hip.runtime import HipError, HipRuntime
+from strata_core.host import reference
+from strata_core.host.library import HostLibrary
 from strata_core.manager import PluginManager
 from strata_core.records import KernelLibrary
+from strata_core.run_command import run_on_gpu
+from strata_core.testing import plan_for
 from strata_core.testing.sysfs import R9700, write_sysfs
 
 STAND_IN = Path(__file__).parent / "fixtures" / "hip_stand_in.c"
@@ -147,3 +154,63 @@ def test_run_checks_gpu_results_against_the_host(stand_in, env, tmp_path):
         "trusted here"
     )
     assert not result.stdout or "backend" not in json.loads(result.stdout)
+
+
+class NumpyKernels:
+    """A test double of GpuKernels that answers with the numpy references: it exercises the
+    GPU run's checking and reporting, not any GPU code."""
+
+    def __init__(self, code):
+        self.code, self.seconds, self.closed = code, 0.0, False
+
+    def _timed(self, result):
+        self.seconds = 1e-4
+        return result
+
+    def matvec_q8_0(self, qs, d, xq, xd):
+        return self._timed(reference.matvec_q8_0(qs, d, xq, xd).astype(np.float32))
+
+    def router_topk(self, logits, k, variant="fast"):
+        return self._timed(reference.router_topk(logits, k))
+
+    def topk(self, scores, k, variant="auto"):
+        return self._timed(reference.topk(scores, k))
+
+    def prompt_gemm(self, a, wt):
+        return self._timed(a.astype(np.float32) @ wt.astype(np.float32).T)
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.mark.parametrize("as_json", [True, False])
+def test_the_gpu_run_reports_every_kernel(as_json, capsys):
+    gpu_card = Card(0, "AMD Radeon AI PRO R9700", "gfx1201", 32)
+    code = start_check("hip_rdna4", _library("hip_rdna4"), gpu_card)
+    opened = OpenedGpu(NumpyKernels(code), gpu_card, "libamdhip64.so.7")
+    plan = plan_for("gfx1201")
+    args = argparse.Namespace(json=as_json)
+    assert run_on_gpu(args, plan, profile.load(TINY), opened, HostLibrary()) == 0
+    assert opened.kernels.closed
+    out = capsys.readouterr().out
+    if as_json:
+        answer = json.loads(out)
+        assert (answer["backend"], answer["target"], answer["card"]) == (
+            "hip", "gfx1201", "AMD Radeon AI PRO R9700"
+        )  # fmt: skip
+        kernels = answer["kernels"]
+        assert kernels["topk"]["variant"] == "radix"
+        assert kernels["matvec_q8_0"]["variant"] == "v_dot4_i32_iu8"
+        assert kernels["prompt_gemm"]["variant"] == "wmma"
+        assert all(k["checked"] == k["calls"] > 0 for k in kernels.values())
+        assert kernels["matvec_q8_0"]["median_ms"] == 0.1
+    else:
+        lines = out.splitlines()
+        assert lines[0] == (
+            "GPU backend: hip_rdna4 strata_kernels-gfx1201.hsaco on AMD Radeon AI PRO R9700 "
+            "(gfx1201), HIP runtime libamdhip64.so.7; workload tiny; every result checked "
+            "against the host backend"
+        )
+        assert {line.split()[0] for line in lines[1:]} == {
+            "matvec_q8_0", "router_topk", "router_topk_prompt", "topk", "prompt_gemm"
+        }  # fmt: skip

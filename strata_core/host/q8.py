@@ -33,6 +33,5 @@ def check_matvec_shapes(qs: np.ndarray, d: np.ndarray, xq: np.ndarray, xd: np.nd
     fits = cols % BLOCK == 0 and d.shape == (rows, cols // BLOCK)
     if not fits or xq.shape != (cols,) or xd.shape != (cols // BLOCK,):
         raise StrataError(
-            f"matvec_q8_0: shapes {qs.shape}, {d.shape}, {xq.shape}, {xd.shape} do not fit "
-            "together"
+            f"matvec_q8_0: shapes {qs.shape}, {d.shape}, {xq.shape}, {xd.shape} do not fit together"
         )
