@@ -182,3 +182,24 @@ def test_plugins_check_fails_on_a_broken_plugin(env, tmp_path):
     assert lines[lines.index("greedy: 16 problem(s)") + 1] == (
         "  claims gfx906, which is not among its targets gfx1032"
     )
+
+
+def test_a_malformed_or_missing_build_manifest_is_one_line(tmp_path):
+    from strata_core.hip import manifest
+
+    missing = manifest.load(tmp_path)
+    assert missing.problems == (
+        f"no {tmp_path / 'build.json'}: the plugin was installed without its kernel build",
+    )
+    (tmp_path / "build.json").write_text('{"source": "x.hip", "targets": "gfx1032"}')
+    (problem,) = manifest.load(tmp_path).problems
+    assert problem == (
+        f"{tmp_path / 'build.json'} is not a build manifest: required field missing @ "
+        "build.code_objects"
+    )
+    (tmp_path / "build.json").write_text(
+        '{"source": "x.hip", "targets": ["gfx1032"], "code_objects": {"gfx1032": "gone.hsaco"}}'
+    )
+    gone = manifest.load(tmp_path)
+    assert gone.problems == (f"{tmp_path / 'gone.hsaco'} is missing",)
+    assert gone.missing == ("gfx1032",)

@@ -36,7 +36,10 @@ def load(directory: Path) -> KernelLibrary:
             (),
             problems=(f"no {path}: the plugin was installed without its kernel build",),
         )
-    except (OSError, ValueError, cattrs.BaseValidationError) as exc:
+    except cattrs.BaseValidationError as exc:
+        first = cattrs.transform_error(exc, path="build")[0]
+        return KernelLibrary(directory, (), problems=(f"{path} is not a build manifest: {first}",))
+    except (OSError, ValueError) as exc:
         return KernelLibrary(directory, (), problems=(f"{path} is not a build manifest: {exc}",))
     code_objects = {t: directory / name for t, name in manifest.code_objects.items()}
     problems = [manifest.problem] if manifest.problem else []
