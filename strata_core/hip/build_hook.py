@@ -1,9 +1,9 @@
 """Hatch build hook of the architecture plugins: compiles native/hip/strata_kernels.hip into
-one code object per target listed in the plugin's ``[tool.hatch.build.hooks.custom]``
-``targets`` and writes ``kernels/build.json`` beside the plugin's module (in the wheel, or in
-the source tree for an editable install), naming the compiler and each code object, or why
-there are none. A missing or unsuitable clang does not fail the
-build: the manifest says so, and `strata-core plugins` shows it.
+one code object per target in the hook's ``targets`` option and writes ``kernels/build.json``
+beside the plugin's module (``src/<package>/``; in the wheel, or in the source tree for an
+editable install), naming the compiler and each code object, or why there are none. A missing
+or unsuitable clang does not fail the build: the manifest says so, and `strata-core plugins`
+shows it.
 
 The compiler is STRATA_HIP_CLANG if set, else ROCm's clang, else Debian's clang-21/20/19 or
 plain clang; no ROCm install is needed.
@@ -37,6 +37,17 @@ def find_clang() -> str | None:
         if root and os.access(Path(root, "llvm/bin/clang"), os.X_OK):
             return str(Path(root, "llvm/bin/clang"))
     return next((path for name in CLANG_NAMES if (path := shutil.which(name))), None)
+
+
+def clang_version(clang: str) -> tuple[str | None, str | None]:
+    """(the first line of ``clang --version``, None), or (None, why it cannot run)."""
+    try:
+        done = subprocess.run([clang, "--version"], capture_output=True, text=True)
+    except OSError as exc:
+        return None, f"{clang} cannot run: {exc.strerror or exc}"
+    if done.returncode != 0 or not done.stdout:
+        return None, f"{clang} --version failed: {done.stderr.strip()[:200]}"
+    return done.stdout.splitlines()[0], None
 
 
 def compile_target(clang: str, native: Path, target: str, output: Path) -> str | None:
@@ -87,15 +98,17 @@ class HipCodeObjects(BuildHookInterface):
         targets = list(self.config.get("targets", ()))
         manifest: dict = {"source": SOURCE.name, "targets": targets, "code_objects": {}}
         clang = find_clang()
+        version_line, broken = clang_version(clang) if clang else (None, None)
         if clang is None:
             manifest["problem"] = (
                 "built without a HIP compiler (no STRATA_HIP_CLANG, ROCm clang or "
                 f"{', '.join(CLANG_NAMES)}): no code objects, nothing runs on the GPU"
             )
+        elif broken:
+            manifest["problem"] = f"built without a HIP compiler ({broken}): no code objects"
+            self.app.display_warning(broken)
         else:
-            manifest["compiler"] = subprocess.run(
-                [clang, "--version"], capture_output=True, text=True
-            ).stdout.splitlines()[0]
+            manifest["compiler"] = version_line
             failures = {}
             for target in targets:
                 name = f"strata_kernels-{target}.hsaco"
