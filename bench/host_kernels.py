@@ -47,7 +47,7 @@ def main() -> None:
     buffer = np.ones(1024 * MB, dtype=np.uint8)
     # alternating, so that the machine's bandwidth swings hit both alike
     read, mv = side_by_side(
-        lambda: lib.read_bytes(buffer), lambda: lib.matvec_q8_0(qs, d, xq, xd), 9
+        lambda: lib.read_bytes(buffer), lambda: lib.matvec_q8_0(qs, d, xq, xd), 15
     )
     dram = buffer.nbytes / read / 1e9
     print(f"DRAM read (1 GiB, all threads): {dram:.1f} GB/s")
