@@ -1,6 +1,8 @@
 """check_plugin and `strata-core plugins --check`: the in-tree plugins conform, and each kind
 of broken contract is named."""
 
+import json
+
 import pytest
 from cli_runner import strata_core
 
@@ -150,6 +152,8 @@ def test_a_plugin_without_an_api_version():
 def test_plugins_check_on_the_installed_plugins(env):
     result = strata_core("plugins", "--check", env=env)
     assert result.stdout.splitlines() == [f"{name}: conforms" for name in IN_TREE]
+    answer = json.loads(strata_core("plugins", "--check", "--json", env=env).stdout)
+    assert answer == {"checked": dict.fromkeys(IN_TREE, []), "problems": []}
 
 
 def test_plugins_check_fails_on_a_broken_plugin(env, tmp_path):

@@ -449,9 +449,8 @@ static inline __m512 exp512(__m512 x) {
  * from below, since those k maxima are k logits at least as large. Then the logits at or
  * above the bound (about ten of 128) are packed per token, and the k best of those few slots
  * are kept by compare-exchange, lane-wise across the tokens, with equal logits in id order.
- * NaN and -inf enter as
- * -FLT_MAX, the tail of a partial chunk not at all. Returns the tokens with more than
- * sixteen logits at their bound (ties, mostly), which the caller sorts. */
+ * NaN and -inf enter as -FLT_MAX, the tail of a partial chunk not at all. Returns the tokens
+ * with more than sixteen logits at their bound (ties, mostly), which the caller sorts. */
 __attribute__((target(AVX512), always_inline))
 static inline __mmask16 route16_k(const float *logits, int group, int64_t experts, const int k,
                                   int32_t *ids, float *weights) {
