@@ -6,7 +6,6 @@ from __future__ import annotations
 import struct
 from collections.abc import Mapping
 
-from ..errors import StrataError
 from .code_object import CodeObject, Kernel, KernelArg
 
 BUFFER = "buffer"
@@ -45,17 +44,11 @@ def layout(operation: str) -> tuple[KernelArg, ...]:
 
 def pack(operation: str, values: Mapping[str, int], kernel: Kernel) -> bytes:
     """The kernel argument buffer, laid out by the code object's own metadata: each named
-    argument at the offset the metadata gives it, in its size; hidden arguments zero."""
-    explicit = kernel.explicit_args
-    if len(explicit) != len(OPERATIONS[operation]):
-        raise StrataError(f"{kernel.name} takes {len(explicit)} arguments, not "
-                          f"{len(OPERATIONS[operation])}")  # fmt: skip
+    argument at the offset the metadata gives it; hidden arguments zero. The start check
+    (:func:`layout_problems`) has already refused metadata that differs from :func:`layout`."""
     buffer = bytearray(kernel.kernarg_size)
-    for (name, kind), arg in zip(OPERATIONS[operation], explicit, strict=True):
-        fmt = "<" + _format(kind)
-        if struct.calcsize(fmt) != arg.size:
-            raise StrataError(f"{kernel.name}: {name} is {arg.size} bytes in the metadata")
-        struct.pack_into(fmt, buffer, arg.offset, values[name])
+    for (name, kind), arg in zip(OPERATIONS[operation], kernel.explicit_args, strict=True):
+        struct.pack_into("<" + _format(kind), buffer, arg.offset, values[name])
     return bytes(buffer)
 
 
