@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from typing import Any
 
 from ..library_search import candidates
 
@@ -27,18 +28,27 @@ def candidate_paths(env: dict[str, str]) -> list[str]:
     return candidates(env, "STRATA_HIP_LIBRARY", SONAMES)
 
 
-def probe(env: dict[str, str]) -> dict:
+def open_runtime(env: dict[str, str]) -> tuple[Any, str | None, list[str]]:
+    """(lib, path, tried): the first of candidate_paths that loads, and those that did not;
+    lib and path are None when none loads."""
     from ..hip._hip_ffi import ffi
 
     tried = []
     for path in candidate_paths(env):
         try:
-            lib = ffi.dlopen(path)
+            return ffi.dlopen(path), path, tried
         except OSError:
             tried.append(path)
-            continue
-        return _query(ffi, lib, path)
-    return {"library": None, "tried": tried}
+    return None, None, tried
+
+
+def probe(env: dict[str, str]) -> dict:
+    from ..hip._hip_ffi import ffi
+
+    lib, path, tried = open_runtime(env)
+    if lib is None:
+        return {"library": None, "tried": tried}
+    return _query(ffi, lib, path)
 
 
 def _query(ffi, lib, path: str) -> dict:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..detect.hip_probe import HIP_ERROR_NO_DEVICE, HIP_SUCCESS, candidate_paths
+from ..detect.hip_probe import HIP_ERROR_NO_DEVICE, HIP_SUCCESS, open_runtime
 from ..errors import StrataError
 
 HIP_LAUNCH_PARAM_BUFFER_POINTER = 0x01
@@ -24,16 +24,8 @@ class HipRuntime:
         from ._hip_ffi import ffi
 
         self.ffi = ffi
-        tried = []
-        for path in candidate_paths(dict(env)):
-            try:
-                self.lib = ffi.dlopen(path)
-            except OSError:
-                tried.append(path)
-                continue
-            self.path = path
-            break
-        else:
+        self.lib, self.path, tried = open_runtime(dict(env))
+        if self.lib is None:
             raise StrataError(f"no HIP runtime found (tried {', '.join(tried)})")
 
     def check(self, status: int, call: str) -> None:
