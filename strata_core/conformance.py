@@ -129,8 +129,8 @@ class _Checker:
                 yield f"strata_select_kernels gives a choice without a variant or reason on {where}"
 
     def _kernel_library(self, targets: tuple[str, ...]) -> Iterator[str]:
-        from .hip import abi, code_object
-        from .hip.library import ABI_VERSION
+        from .hip import code_object
+        from .hip.library import launch_problems
 
         library = self._call("strata_kernel_library", KernelLibrary)
         if library is None:
@@ -148,13 +148,7 @@ class _Checker:
                 yield str(exc)
                 continue
             arch = archdb.lookup(target)
-            if code.target != target:
-                yield f"{path.name} is compiled for {code.target}, listed as {target}"
-            if code.abi_version != ABI_VERSION:
-                yield f"{path.name} implements kernel ABI {code.abi_version}, not {ABI_VERSION}"
-            if code.operations != tuple(abi.OPERATIONS):
-                yield f"{path.name} exports {', '.join(code.operations) or 'no operations'}"
-            yield from abi.layout_problems(code)
+            yield from launch_problems(code, target)
             if arch and code.wavefront_sizes != {arch.wave_size}:
                 yield f"{path.name} is wave{code.wavefront_sizes}; {target} is wave{arch.wave_size}"
 

@@ -59,21 +59,31 @@ def start_check(plugin: str, library: KernelLibrary, gpu: Card) -> code_object.C
         raise StrataError(
             f"{plugin} is a {build} build; {gpu.name} ({gpu.gfx}) is wave{gpu.wave_size}: refused"
         )
-    problems = abi.layout_problems(code)
-    if code.target != gpu.gfx:
-        problems.append(f"{code.path.name} is compiled for {code.target}, not {gpu.gfx}")
-    if code.abi_version != ABI_VERSION:
-        problems.append(
-            f"{code.path.name} implements kernel ABI {code.abi_version}, not {ABI_VERSION}"
-        )
-    problems += [
-        f"{code.path.name}: {k.name} runs at most {k.max_workgroup_size} threads, not {BLOCK}"
-        for k in code.kernels.values()
-        if k.max_workgroup_size < BLOCK
-    ]
+    problems = launch_problems(code, gpu.gfx)
     if problems:
         raise StrataError(f"{plugin}'s code object cannot be launched: {problems[0]}")
     return code
+
+
+def launch_problems(code: code_object.CodeObject, target: str) -> list[str]:
+    """Why the launcher cannot drive ``code`` as the code object listed for ``target``: another
+    target, another kernel ABI or operation list, another argument layout, or kernels that do
+    not take STRATA_BLOCK threads. Empty when it can."""
+    name = code.path.name
+    problems = []
+    if code.target != target:
+        problems.append(f"{name} is compiled for {code.target}, listed as {target}")
+    if code.abi_version != ABI_VERSION:
+        problems.append(f"{name} implements kernel ABI {code.abi_version}, not {ABI_VERSION}")
+    if code.operations != tuple(abi.OPERATIONS):
+        problems.append(f"{name} exports {', '.join(code.operations) or 'no operations'}")
+    problems += abi.layout_problems(code)
+    problems += [
+        f"{name}: {k.name} runs at most {k.max_workgroup_size} threads, not {BLOCK}"
+        for k in code.kernels.values()
+        if k.max_workgroup_size < BLOCK
+    ]
+    return problems
 
 
 def _blocks(items: int, per_block: int) -> int:
