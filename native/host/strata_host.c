@@ -444,6 +444,11 @@ static inline __m512 exp512(__m512 x) {
     return _mm512_scalef_ps(p, n);
 }
 
+/* The lanes of chunk c (experts 16c .. 16c + 15) that hold an expert. */
+static inline __mmask16 chunk_lanes(int64_t experts, int64_t c) {
+    return (__mmask16)(experts - 16 * c >= 16 ? 0xFFFF : (1u << (experts - 16 * c)) - 1);
+}
+
 /* Sixteen tokens, one a lane. First each token's sixteen column maxima (column c holds
  * experts c, c + 16, ...); the k-th largest of them bounds the token's k-th largest logit
  * from below, since those k maxima are k logits at least as large. Then the logits at or
@@ -467,8 +472,7 @@ static inline __mmask16 route16_k(const float *logits, int group, int64_t expert
         const float *row = logits + (t < group ? t : group - 1) * experts;
         __m512 colmax = none;
         for (int64_t c = 0; c < chunks; c++) {
-            __mmask16 live = (__mmask16)(experts - 16 * c >= 16 ? 0xFFFF
-                                                                : (1u << (experts - 16 * c)) - 1);
+            __mmask16 live = chunk_lanes(experts, c);
             __m512 v = _mm512_mask_loadu_ps(none, live, row + 16 * c);
             colmax = _mm512_max_ps(colmax, _mm512_mask_max_ps(none, live, v, lowest));
         }
@@ -496,8 +500,7 @@ static inline __mmask16 route16_k(const float *logits, int group, int64_t expert
         const __m512 at_least = _mm512_set1_ps(bound[t]);
         int n = 0;
         for (int64_t c = 0; c < chunks; c++) {
-            __mmask16 live = (__mmask16)(experts - 16 * c >= 16 ? 0xFFFF
-                                                                : (1u << (experts - 16 * c)) - 1);
+            __mmask16 live = chunk_lanes(experts, c);
             __m512 v = _mm512_mask_max_ps(none, live, _mm512_mask_loadu_ps(none, live, row + 16 * c),
                                           lowest);
             __mmask16 pass = _mm512_mask_cmp_ps_mask(live, v, at_least, _CMP_GE_OQ);
