@@ -3,6 +3,7 @@ architecture plugin without AMD hardware. See docs/writing-a-plugin.md."""
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -37,7 +38,7 @@ def strata_env(tmp_path) -> dict[str, str]:
 def fake_sysfs(tmp_path) -> Callable[..., Path]:
     """``fake_sysfs([fake_gpu("gfx1032", vram_gib=8), "gfx1201"], cpu_nodes=1)``: a sysfs tree
     with those cards (a gfx target stands for ``fake_gpu(target)``), for ``--sysfs``."""
-    trees = iter(range(1 << 30))
+    trees = itertools.count()
 
     def write(cards: Sequence[FakeGPU | str], cpu_nodes: int = 1) -> Path:
         gpus = [
