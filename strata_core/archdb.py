@@ -32,45 +32,51 @@ class Arch:
     wave_size: int
     wmma: bool
     int8_dot: str
-    lds_kib: int
+    #: the library whose tuning table serves the prompt GEMMs (AMD_HIP.md "Tuning table":
+    #: "On gfx103x the same role falls to a rocBLAS table"; gfx906: "hipBLASLt is not used")
+    table_library: str | None
     integrated_only: bool
     status: SupportStatus
     note: str = ""
 
 
 S = SupportStatus
+HIPBLASLT, ROCBLAS = "hipBLASLt", "rocBLAS"
 
-# target, family, cards, wave, WMMA, int8 dot4 instruction, LDS KiB, integrated only, status, note
+# target, family, cards, wave, WMMA, int8 dot4 instruction, table library, integrated only,
+# status, note
 # fmt: off
 _ROWS = (
     ("gfx906", "GCN5 (Vega20)", ("Instinct MI50", "Instinct MI60", "Radeon VII"), 64, False,
-     "v_dot4_i32_i8", 64, False, S.SOURCE_BUILD_COMMUNITY, "wave64 compat build"),
+     "v_dot4_i32_i8", None, False, S.SOURCE_BUILD_COMMUNITY, "wave64 compat build"),
     ("gfx1012", "RDNA1", ("RX 5500", "RX 5500 XT"), 32, False,
-     "v_dot4_i32_i8", 64, False, S.BUILDS_BY_HAND, "OLDER_GPUS.md"),
+     "v_dot4_i32_i8", None, False, S.BUILDS_BY_HAND, "OLDER_GPUS.md"),
     ("gfx1030", "RDNA2", ("RX 6800", "RX 6800 XT", "RX 6900 XT", "RX 6950 XT"), 32, False,
-     "v_dot4_i32_i8", 64, False, S.PACKAGE_NOT_TESTED, ""),
+     "v_dot4_i32_i8", ROCBLAS, False, S.PACKAGE_NOT_TESTED, ""),
     ("gfx1031", "RDNA2", ("RX 6700 XT",), 32, False,
-     "v_dot4_i32_i8", 64, False, S.PACKAGE_NOT_TESTED, ""),
+     "v_dot4_i32_i8", ROCBLAS, False, S.PACKAGE_NOT_TESTED, ""),
     ("gfx1032", "RDNA2", ("RX 6600", "RX 6600 XT"), 32, False,
-     "v_dot4_i32_i8", 64, False, S.NAMED_NOT_SUPPORTED, "unvalidated; helper card only"),
+     "v_dot4_i32_i8", ROCBLAS, False, S.NAMED_NOT_SUPPORTED, "unvalidated; helper card only"),
     ("gfx1100", "RDNA3", ("RX 7900 XT", "RX 7900 XTX"), 32, True,
-     "v_dot4_i32_iu8", 64, False, S.MAINTAINER_TESTED, ""),
+     "v_dot4_i32_iu8", HIPBLASLT, False, S.MAINTAINER_TESTED, ""),
     ("gfx1101", "RDNA3", ("RX 7800 XT", "RX 7700 XT"), 32, True,
-     "v_dot4_i32_iu8", 64, False, S.VALIDATED_BY_OWNER, ""),
+     "v_dot4_i32_iu8", HIPBLASLT, False, S.VALIDATED_BY_OWNER, ""),
     ("gfx1102", "RDNA3", ("RX 7600 XT",), 32, True,
-     "v_dot4_i32_iu8", 64, False, S.REPORTED_WORKING, ""),
+     "v_dot4_i32_iu8", HIPBLASLT, False, S.REPORTED_WORKING, ""),
     ("gfx1103", "RDNA3", ("Radeon 780M", "Radeon 760M"), 32, True,
-     "v_dot4_i32_iu8", 64, True, S.OPT_IN_BUILD, "Linux only: RADEON_780M.md"),
+     "v_dot4_i32_iu8", HIPBLASLT, True, S.OPT_IN_BUILD, "Linux only: RADEON_780M.md"),
     ("gfx1150", "RDNA3.5", ("Radeon 890M", "Radeon 880M"), 32, True,
-     "v_dot4_i32_iu8", 64, True, S.NAMED_NOT_SUPPORTED, "Strix Point; setup does not install it"),
+     "v_dot4_i32_iu8", HIPBLASLT, True, S.NAMED_NOT_SUPPORTED,
+     "Strix Point; setup does not install it"),
     ("gfx1151", "RDNA3.5", ("Radeon 8060S (Ryzen AI Max, Strix Halo)",), 32, True,
-     "v_dot4_i32_iu8", 64, True, S.REPORTED_WORKING, "STRIX_HALO.md"),
+     "v_dot4_i32_iu8", HIPBLASLT, True, S.REPORTED_WORKING, "STRIX_HALO.md"),
     ("gfx1152", "RDNA3.5", ("Radeon 860M", "Radeon 840M"), 32, True,
-     "v_dot4_i32_iu8", 64, True, S.NAMED_NOT_SUPPORTED, "Krackan; setup does not install it"),
+     "v_dot4_i32_iu8", HIPBLASLT, True, S.NAMED_NOT_SUPPORTED,
+     "Krackan; setup does not install it"),
     ("gfx1200", "RDNA4", ("RX 9060 XT",), 32, True,
-     "v_dot4_i32_iu8", 64, False, S.VALIDATED_BY_OWNER, ""),
+     "v_dot4_i32_iu8", HIPBLASLT, False, S.VALIDATED_BY_OWNER, ""),
     ("gfx1201", "RDNA4", ("RX 9070", "RX 9070 XT", "Radeon AI PRO R9700"), 32, True,
-     "v_dot4_i32_iu8", 64, False, S.MAINTAINER_TESTED, ""),
+     "v_dot4_i32_iu8", HIPBLASLT, False, S.MAINTAINER_TESTED, ""),
 )
 # fmt: on
 

@@ -36,7 +36,7 @@ def assign(
         )
     result = []
     for device in devices:
-        claims = tuple(manager.call_each("strata_claim_device", expected=Claim, device=device))
+        claims = tuple(manager.claims(device))
         result.append(_resolve(manager, device, claims, chosen, problems))
     return result, problems
 

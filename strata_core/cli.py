@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING
 from . import __version__
 from .context import KV_TYPES, OS_NAMES, PACKS
 from .errors import StrataError
+from .report import warn
 
 if TYPE_CHECKING:
     from .manager import PluginManager
+    from .pipeline import PlanRequest
 
 PROG = "strata-core"
 
@@ -214,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "run":
             from .run_command import run
 
-            return run(args, env, engine)
+            return run(plan_request(args, env, engine), args.json, engine)
         if args.command == "tune":
             from .tune_command import run_tune
 
@@ -226,8 +228,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "plan":
             from .plan_command import run_plan
 
-            return run_plan(args, env)
-        return _devices(args, env)
+            return run_plan(plan_request(args, env), args)
+        return _devices(plan_request(args, env), args.json)
     except StrataError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
@@ -241,20 +243,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-def warn(lines: Sequence[str]) -> None:
-    for line in lines:
-        print(f"{PROG}: {line}", file=sys.stderr)
-
-
 def _plugins(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from .manager import PluginManager
-    from .records import KernelLibrary
     from .report import plugin_dict, plugins_text
 
     manager = PluginManager.discover(env)
     if args.check:
         return _check_plugins(args, manager)
-    libraries = dict(manager.call_each("strata_kernel_library", expected=KernelLibrary))
+    libraries = manager.kernel_libraries()
     records = list(manager.records.values())
     if args.json:
         plugins = [plugin_dict(r, libraries.get(r.name)) for r in records]
@@ -285,86 +281,68 @@ def _check_plugins(args: argparse.Namespace, manager: PluginManager) -> int:
     return 1 if any(found.values()) or manager.problems else 0
 
 
-def detection_context(sysfs: Path | None, hip: bool | None, env: Mapping[str, str]):
-    """The detection context for the command line's options and the environment."""
-    from .records import DetectionContext
-
-    root = sysfs or Path(env.get("STRATA_SYSFS") or "/sys")
-    if hip is None:
-        hip = root == Path("/sys") and env.get("STRATA_HIP_PROBE", "1") != "0"
-    raw_timeout = env.get("STRATA_HIP_PROBE_TIMEOUT", "15")
-    try:
-        timeout = float(raw_timeout)
-    except ValueError:
-        raise StrataError(f"STRATA_HIP_PROBE_TIMEOUT={raw_timeout}: expected seconds") from None
-    if sysfs is not None and not sysfs.is_dir():
-        raise StrataError(f"--sysfs {sysfs}: no such directory")
-    return DetectionContext(sysfs=root, env=dict(env), hip_probe=hip, hip_timeout_s=timeout)
-
-
-def device_choice(args: argparse.Namespace, config=None):
-    """The cards the user asked for: the command line, else the run config's ``gpu``."""
+def plan_request(
+    args: argparse.Namespace, env: Mapping[str, str], engine: Sequence[str] = ()
+) -> PlanRequest:
+    """The request of a `plan`, `run` or `devices` command line, read once."""
+    from .pipeline import PlanRequest
     from .selection import DeviceChoice, parse_gpus, parse_roles
 
+    choice = None
     if args.gpu is not None or args.gpus or args.gpu_roles:
-        return DeviceChoice(
+        choice = DeviceChoice(
             gpu=args.gpu,
             gpus=parse_gpus(args.gpus) if args.gpus else None,
             roles=parse_roles(args.gpu_roles) if args.gpu_roles else {},
         )
-    if config is not None and (config.gpu is not None or config.gpu_roles):
-        roles = {int(k): v for k, v in config.gpu_roles.items()}
-        single = config.gpu if isinstance(config.gpu, int) else None
-        return DeviceChoice(
-            gpu=single,
-            gpus=None if single is not None else config.gpu,
-            roles=roles,
-            source="the run config",
-        )
-    return DeviceChoice()
+    planning = args.command in ("plan", "run")
+    return PlanRequest(
+        env=env,
+        config=args.config,
+        sysfs=args.sysfs,
+        hip=args.hip,
+        choice=choice,
+        device=args.device if planning else None,
+        integrated=planning and args.integrated,
+        os=args.os if planning else None,
+        kv=args.kv if planning else None,
+        pack=args.pack if planning else None,
+        kv_streaming=planning and args.kv_streaming,
+        ple_table_gib=args.ple_table_gib if planning else None,
+        profile=args.profile if planning else None,
+        hipblaslt=args.hipblaslt if planning else None,
+        rocblas=args.rocblas if planning else None,
+        engine_args=tuple(engine[1:]),
+        threads=getattr(args, "threads", 0),
+        for_run=args.command == "run" and not engine,
+    )
 
 
-def detect(args: argparse.Namespace, env: Mapping[str, str], choice, chosen_plugin: str | None):
-    """Discover plugins, detect devices, assign plugins and choose cards."""
-    from .claims import assign
-    from .devices import scan
-    from .manager import PluginManager
-    from .selection import choose
-
-    context = detection_context(args.sysfs, args.hip, env)
-    manager = PluginManager.discover(env)
-    found = scan(manager, context)
-    assignments, problems = assign(manager, found.devices, chosen_plugin)
-    selection = choose(assignments, choice)
-    warnings = [*manager.problems, *found.problems, *problems]
-    return manager, found, assignments, selection, warnings
-
-
-def _devices(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+def _devices(request: PlanRequest, as_json: bool) -> int:
     from . import config as run_config
+    from .pipeline import detect
     from .report import device_dict, devices_text
 
-    _, config = run_config.find_and_load(args.config, env)
-    _, found, assignments, selection, warnings = detect(
-        args, env, device_choice(args, config), env.get("STRATA_ARCH_PLUGIN") or config.arch_plugin
-    )
-    rows = [device_dict(a, selection) for a in assignments]
-    if args.json:
+    _, config = run_config.find_and_load(request.config, request.env)
+    detected = detect(request, config)
+    selection, notes = detected.selection, (*detected.found.notes, *detected.selection.notes)
+    rows = [device_dict(a, selection) for a in detected.assignments]
+    if as_json:
         print(
             json.dumps(
                 {
                     "devices": rows,
                     "selected": list(selection.indices),
                     "selection_reason": selection.reason,
-                    "notes": [*found.notes, *selection.notes],
-                    "warnings": warnings,
+                    "notes": list(notes),
+                    "warnings": list(detected.warnings),
                 },
                 indent=2,
             )
         )
     else:
-        warn(warnings)
-        for note in (*found.notes, *selection.notes):
+        warn(detected.warnings)
+        for note in notes:
             print(f"note: {note}")
         print(devices_text(rows, selection))
     return 0

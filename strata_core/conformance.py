@@ -14,8 +14,8 @@ from .devices import device_for
 from .errors import StrataError
 from .manager import PluginManager, PluginStatus
 from .plan import CORE, declarations
-from .records import Claim, Device, KernelChoice, KernelLibrary, RunContext, Workload
-from .switches import Defaults
+from .records import Claim, Device, RunContext, Workload
+from .switches import Switch
 
 #: The contexts every default and kernel choice is asked for: each OS, with and without
 #: int8 KV, with and without a native pack.
@@ -35,9 +35,8 @@ class _Checker:
     def __init__(self, manager: PluginManager, name: str) -> None:
         self.manager, self.name = manager, name
 
-    def _call(self, hook: str, expected, **kwargs):
-        answer = self.manager.call_each(hook, expected=expected, only=(self.name,), **kwargs)
-        return answer[0][1] if answer else None
+    def _claim(self, device: Device) -> Claim | None:
+        return dict(self.manager.claims(device)).get(self.name)
 
     def _broken(self) -> str | None:
         record = self.manager.records[self.name]
@@ -71,7 +70,11 @@ class _Checker:
     def _switches(self, targets: tuple[str, ...]) -> Iterator[str]:
         _, warnings = declarations(self.manager, (CORE, self.name))
         yield from warnings
-        for switch in self._call("strata_declare_switches", tuple) or ():
+        for _, declared in self.manager.switch_declarations((self.name,)):
+            yield from self._switch_problems(declared)
+
+    def _switch_problems(self, declared: tuple[Switch, ...]) -> Iterator[str]:
+        for switch in declared:
             if not switch.values:
                 yield f"{switch.name} is declared with no accepted values"
             if not (switch.name.startswith("STRATA_") or switch.is_arg):
@@ -81,7 +84,7 @@ class _Checker:
         covered = {d.gfx for d in self._covered(targets)}
         for target in [*archdb.ARCHS, *(t for t in covered if t not in archdb.ARCHS)]:
             device = device_for(target)
-            claim = self._call("strata_claim_device", Claim, device=device)
+            claim = self._claim(device)
             claimed = claim is not None and claim.score > 0
             if target in covered and not claimed:
                 why = claim.reason if claim else "no answer"
@@ -90,7 +93,7 @@ class _Checker:
                 yield f"claims {target}, which is not among its targets {', '.join(targets)}"
             if target in covered and claimed:
                 other = device_for(target, wave_size=96 - device.wave_size)
-                if (c := self._call("strata_claim_device", Claim, device=other)) and c.score > 0:
+                if (c := self._claim(other)) and c.score > 0:
                     yield (
                         f"claims {target} as a wave{other.wave_size} card; a "
                         f"wave{device.wave_size} build must refuse it"
@@ -100,8 +103,8 @@ class _Checker:
         switches, _ = declarations(self.manager, (CORE, self.name))
         for device, context in itertools.product(self._covered(targets), CONTEXTS):
             where = f"{device.gfx} ({context.os}, kv {context.kv}, pack {context.pack})"
-            answer = self._call("strata_switch_defaults", Defaults, device=device, context=context)
-            for default in answer.values if answer else ():
+            answers = self.manager.switch_defaults((self.name,), device, context)
+            for default in (d for _, answer in answers for d in answer.values):
                 switch = switches.get(default.name)
                 if switch is None:
                     yield (
@@ -112,27 +115,20 @@ class _Checker:
                         f"gives {default.name}={default.value} on {where}; {default.name} "
                         f"accepts {', '.join(switch.values)}"
                     )
-            choices = self._call(
-                "strata_select_kernels",
-                tuple,
-                device=device,
-                context=context,
-                switches=dict.fromkeys(switches),
-                workload=Workload(),
+            choices = self.manager.kernel_choices(
+                self.name, device, context, dict.fromkeys(switches), Workload()
             )
-            ops = [c.op for c in choices or () if isinstance(c, KernelChoice)]
-            if choices is not None and len(ops) != len(choices):
-                yield f"strata_select_kernels returns something other than KernelChoice on {where}"
+            ops = [c.op for c in choices]
             if len(set(ops)) != len(ops):
                 yield f"strata_select_kernels chooses an operation twice on {where}: {ops}"
-            if any(not c.variant or not c.reason for c in choices or ()):
+            if any(not c.variant or not c.reason for c in choices):
                 yield f"strata_select_kernels gives a choice without a variant or reason on {where}"
 
     def _kernel_library(self, targets: tuple[str, ...]) -> Iterator[str]:
         from .hip import code_object
         from .hip.library import launch_problems
 
-        library = self._call("strata_kernel_library", KernelLibrary)
+        library = self.manager.kernel_libraries((self.name,)).get(self.name)
         if library is None:
             return
         if set(library.targets) != set(targets):
@@ -157,7 +153,7 @@ class _Checker:
 
         seen = set()
         for device in self._covered(targets):
-            for folder in self._call("strata_tuning_dirs", tuple, device=device) or ():
+            for folder in self.manager.tuning_dirs(self.name, device):
                 for path in sorted(folder.glob("*.txt")) if folder.is_dir() else ():
                     if path in seen:
                         continue

@@ -9,7 +9,7 @@ import attrs
 from . import answer_cache, archdb
 from .detect.visibility import override_for, parse_override, visible_devices
 from .manager import PluginManager
-from .records import Detection, DetectionContext, Device, DeviceReport
+from .records import DetectionContext, Device, DeviceReport
 
 #: Facts where KFD (the kernel, and its DRM counters) is trusted over the HIP runtime:
 #: the physical target (HIP reports the overridden one) and memory sizes.
@@ -26,7 +26,7 @@ class DeviceScan:
 
 def scan(manager: PluginManager, context: DetectionContext) -> DeviceScan:
     """Ask every detector plugin, then merge what they saw into devices."""
-    answers = manager.call_each("strata_detect_devices", expected=Detection, context=context)
+    answers = manager.detections(context)
     for name, _ in answers:
         if not manager.records[name].builtin:
             answer_cache.refuse(f"detector plugin {name} reads what strata cannot check")

@@ -7,3 +7,7 @@ class StrataError(Exception):
 
 class PluginError(StrataError):
     """A plugin broke its contract."""
+
+
+class NoGpuRun(Exception):
+    """The card cannot run the workload here; the message says why in one line."""

@@ -15,6 +15,7 @@ import enum
 import importlib
 from collections.abc import Collection, Mapping
 from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -22,6 +23,19 @@ import pluggy
 
 from . import __version__, hookspec
 from .errors import PluginError
+from .hook_types import conforms, hook_specs
+from .hook_types import hint_name as _hint_name
+from .records import (
+    Claim,
+    Detection,
+    DetectionContext,
+    Device,
+    KernelChoice,
+    KernelLibrary,
+    RunContext,
+    Workload,
+)
+from .switches import Defaults, Switch
 
 ENTRY_POINT_GROUP = "strata.arch"
 API_VERSION = 1
@@ -207,7 +221,7 @@ class PluginManager:
             self.problems.append(f"plugin {name} ({dist} {version}) skipped: {exc}")
             return
         self._record(name, dist, version, PluginStatus.ACTIVE, "", api, builtin=builtin)
-        targets = self.call_each("strata_arch_targets", expected=tuple, only=(name,))
+        targets = self._call("strata_arch_targets", (name,))
         if targets and name in self.records:
             self.records[name] = attrs.evolve(self.records[name], targets=targets[0][1])
 
@@ -226,19 +240,16 @@ class PluginManager:
     def active(self) -> list[str]:
         return [n for n, r in self.records.items() if r.status is PluginStatus.ACTIVE]
 
-    def call_each(
-        self,
-        hook_name: str,
-        expected: type | tuple[type, ...],
-        only: Collection[str] | None = None,
-        **kwargs: Any,
-    ) -> list[tuple[str, Any]]:
-        """Call every implementation of a hook (or those of the ``only`` plugins) on its
-        own, in registration order.
+    def _call(self, hook_name: str, only: Collection[str] | None, **kwargs: Any) -> list:
+        """Call every implementation of a hook (or those of the ``only`` plugins) on its own,
+        in registration order, and return (plugin name, result) for each non-None result.
 
-        Returns (plugin name, result) for each non-None result. A plugin that raises or
-        returns something other than ``expected`` is reported, unregistered and skipped.
+        The caller's arguments are checked against the hook spec first: a wrong one is the
+        caller's bug and raises TypeError, blaming no plugin. A plugin that raises, or returns
+        something other than the spec's return type, is reported, unregistered and skipped.
         """
+        spec = hook_specs()[hook_name]
+        spec.check_arguments(kwargs)
         results = []
         for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
             name = impl.plugin_name
@@ -246,10 +257,9 @@ class PluginManager:
                 continue
             try:
                 result = impl.function(*(kwargs[arg] for arg in impl.argnames))
-                if result is not None and not isinstance(result, expected):
+                if result is not None and not conforms(result, spec.returns):
                     raise PluginError(
-                        f"returned {type(result).__name__}, expected "
-                        f"{getattr(expected, '__name__', expected)}"
+                        f"returned {_describe(result)}, expected {_hint_name(spec.returns)}"
                     )
             except Exception as exc:
                 if self.strict:
@@ -260,6 +270,54 @@ class PluginManager:
                 results.append((name, result))
         return results
 
+    def detections(self, context: DetectionContext) -> list[tuple[str, Detection]]:
+        """Every detector's report (strata_detect_devices)."""
+        return self._call("strata_detect_devices", None, context=context)
+
+    def claims(self, device: Device) -> list[tuple[str, Claim]]:
+        """Every plugin's claim on ``device`` (strata_claim_device)."""
+        return self._call("strata_claim_device", None, device=device)
+
+    def switch_declarations(
+        self, plugins: Collection[str] | None = None
+    ) -> list[tuple[str, tuple[Switch, ...]]]:
+        """The switches each plugin (or each of ``plugins``) declares."""
+        return self._call("strata_declare_switches", plugins)
+
+    def switch_defaults(
+        self, plugins: Collection[str], device: Device, context: RunContext
+    ) -> list[tuple[str, Defaults]]:
+        """The defaults ``plugins`` give for ``device`` in ``context``."""
+        return self._call("strata_switch_defaults", plugins, device=device, context=context)
+
+    def tuning_dirs(self, plugin: str, device: Device) -> tuple[Path, ...]:
+        """The folders of tuning tables ``plugin`` ships for ``device``."""
+        answers = self._call("strata_tuning_dirs", (plugin,), device=device)
+        return answers[0][1] if answers else ()
+
+    def kernel_choices(
+        self,
+        plugin: str,
+        device: Device,
+        context: RunContext,
+        switches: Mapping[str, str | None],
+        workload: Workload,
+    ) -> tuple[KernelChoice, ...]:
+        """The variant of each operation ``plugin`` runs on ``device``."""
+        answers = self._call(
+            "strata_select_kernels",
+            (plugin,),
+            device=device,
+            context=context,
+            switches=switches,
+            workload=workload,
+        )
+        return answers[0][1] if answers else ()
+
+    def kernel_libraries(self, plugins: Collection[str] | None = None) -> dict[str, KernelLibrary]:
+        """Each GPU plugin's kernel library, by plugin name."""
+        return dict(self._call("strata_kernel_library", plugins))
+
     def _fail(self, name: str, why: str) -> None:
         record = self.records[name]
         self.records[name] = attrs.evolve(record, status=PluginStatus.BROKEN, why=why)
@@ -269,3 +327,10 @@ class PluginManager:
         plugin = self.pm.get_plugin(name)
         if plugin is not None:
             self.pm.unregister(plugin)
+
+
+def _describe(value: object) -> str:
+    if isinstance(value, tuple) and value:
+        kinds = ", ".join(dict.fromkeys(type(v).__name__ for v in value))
+        return f"a tuple of {kinds}"
+    return type(value).__name__

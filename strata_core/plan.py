@@ -11,15 +11,40 @@ from . import archdb, packages
 from .archdb import SupportStatus
 from .core_switches import CONTROL_VARIABLES
 from .manager import PluginManager
-from .records import Device, KernelChoice, RunContext, Workload
+from .records import Device, KernelChoice, KernelLibrary, RunContext, Workload
 from .resolve import Resolved, parse_engine_args, resolve
-from .switches import Default, Defaults, Switch
+from .switches import Default, Switch
 from .tuning.lookup import TuningDecision, decide_hipblaslt, decide_rocblas
 from .tuning.versions import LibraryVersion
 
 CORE = "core"
 HOST = "host"
 DEFAULT_WORKLOAD = Workload()
+
+
+@attrs.frozen
+class HostRun:
+    """The host backend: what runs when no card can, and what a card's results are checked
+    against. ``isa`` is the instruction set its kernels run with (the matvec choice);
+    ``tuning`` the host BLAS table a run takes (decided only for a run)."""
+
+    kernels: Mapping[str, KernelChoice]
+    isa: str
+    tuning: TuningDecision | None = None
+
+
+@attrs.frozen
+class RunSettings:
+    """What `strata-core run` needs besides the decisions: the workload, host threads (0: one
+    per core), and on a card the plugin's kernel library, the HIP runtimes to try in order,
+    the runtime's visibility variables, and the seconds the GPU run may take."""
+
+    workload: Workload
+    threads: int = 0
+    kernel_library: KernelLibrary | None = None
+    hip_libraries: tuple[str, ...] = ()
+    runtime_env: Mapping[str, str] = attrs.field(factory=dict)
+    timeout_s: float = 600.0
 
 
 @attrs.frozen
@@ -35,6 +60,13 @@ class Plan:
     extra_env: Mapping[str, str] = attrs.field(factory=dict)
     tuning: Mapping[str, TuningDecision] = attrs.field(factory=dict)
     kernels: Mapping[str, KernelChoice] = attrs.field(factory=dict)
+    host: HostRun | None = None
+    run: RunSettings | None = None
+
+    def verbose(self, library: str) -> bool:
+        """STRATA_HIPBLASLT_VERBOSE=1 / STRATA_ROCBLAS_VERBOSE=1, wherever the user set it."""
+        resolved = self.switches.get(f"STRATA_{library.upper()}_VERBOSE")
+        return resolved is not None and resolved.value == "1"
 
     def engine_env(self) -> dict[str, str]:
         """The environment the engine gets on top of the user's: every value strata decided
@@ -64,13 +96,9 @@ def declarations(
     """The switches the named plugins declare; a name declared twice keeps the first."""
     switches: dict[str, Switch] = {}
     warnings = []
-    for plugin, declared in manager.call_each(
-        "strata_declare_switches", expected=tuple, only=plugins
-    ):
+    for plugin, declared in manager.switch_declarations(plugins):
         for switch in declared:
-            if not isinstance(switch, Switch):
-                warnings.append(f"plugin {plugin} declares {switch!r}, which is not a Switch")
-            elif switch.name in switches:
+            if switch.name in switches:
                 warnings.append(f"plugin {plugin} declares {switch.name} again; the first is kept")
             else:
                 switches[switch.name] = switch
@@ -104,9 +132,7 @@ def build_plan(
 
     defaults: dict[str, Default] = {}
     log: list[str] = []
-    for name, answer in manager.call_each(
-        "strata_switch_defaults", expected=Defaults, only=plugins, device=device, context=context
-    ):
+    for name, answer in manager.switch_defaults(plugins, device, context):
         for default in answer.values:
             if default.name in switches:
                 defaults[default.name] = default
@@ -132,17 +158,7 @@ def build_plan(
     values = {n: r.value for n, r in resolved.items()}
     kernels = {
         choice.op: choice
-        for _, choices in manager.call_each(
-            "strata_select_kernels",
-            expected=tuple,
-            only=(plugin,),
-            device=device,
-            context=context,
-            switches=values,
-            workload=workload,
-        )
-        for choice in choices
-        if isinstance(choice, KernelChoice)
+        for choice in manager.kernel_choices(plugin, device, context, values, workload)
     }
     return Plan(
         device=device,
@@ -167,12 +183,7 @@ def _undeclared(
     plugin: str,
 ) -> list[str]:
     """Warnings for STRATA_* variables that no switch of this card's build has."""
-    owners = {
-        s.name: p
-        for p, declared in manager.call_each("strata_declare_switches", expected=tuple)
-        for s in declared
-        if isinstance(s, Switch)
-    }
+    owners = {s.name: p for p, declared in manager.switch_declarations() for s in declared}
     warnings = []
     for where, names in (("the environment", user), (config_name, config_env)):
         for name in sorted(names):
@@ -204,14 +215,7 @@ def with_tuning(
 ) -> Plan:
     """The plan with its hipBLASLt and rocBLAS table decisions, their start lines and
     warnings. ``dirs`` are the folders searched before the plugin's own."""
-    plugin_dirs = [
-        d
-        for _, found in manager.call_each(
-            "strata_tuning_dirs", expected=tuple, only=(plan.plugin,), device=plan.device
-        )
-        for d in found
-    ]
-    folders = [*dirs, *plugin_dirs]
+    folders = [*dirs, *manager.tuning_dirs(plan.plugin, plan.device)]
     decisions = {
         "hipblaslt": decide_hipblaslt(
             plan.device.gfx, plan.switches, versions["hipblaslt"], folders

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 
 from . import archdb
@@ -209,3 +210,9 @@ def explain_text(plan, name: str, switch) -> str:
     if switch.section:
         lines.append(f"  reference: AMD_HIP.md, {switch.section}")
     return "\n".join(lines)
+
+
+def warn(lines: Sequence[str]) -> None:
+    """Each line on stderr, after the command's name."""
+    for line in lines:
+        print(f"strata-core: {line}", file=sys.stderr)

@@ -140,7 +140,7 @@ def test_bad_probe_timeout_is_a_user_error(env):
     result = run("devices", env=env | {"STRATA_HIP_PROBE_TIMEOUT": "soon"}, check=False)
     assert (result.returncode, result.stderr) == (
         2,
-        "strata-core: STRATA_HIP_PROBE_TIMEOUT=soon: expected seconds\n",
+        "strata-core: STRATA_HIP_PROBE_TIMEOUT=soon: expected a positive number of seconds\n",
     )
 
 

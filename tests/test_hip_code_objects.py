@@ -21,7 +21,7 @@ DOT4_ENCODINGS = {"v_dot4_i32_i8": {"v_dot4_i32_i8", "v_dot4c_i32_i8"}}
 
 def _libraries() -> dict[str, tuple[tuple[str, ...], KernelLibrary]]:
     manager = PluginManager.discover({})
-    libraries = dict(manager.call_each("strata_kernel_library", expected=KernelLibrary))
+    libraries = manager.kernel_libraries()
     return {name: (manager.records[name].targets, lib) for name, lib in libraries.items()}
 
 

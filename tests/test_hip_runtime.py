@@ -1,8 +1,8 @@
-"""The HIP runtime binding and the GPU backend's start: Debian's libamdhip64-5 (loads, no
-device), and a stand-in runtime (tests/fixtures/hip_stand_in.c) that reports one card of a
-chosen architecture and records launches without computing anything."""
+"""The HIP runtime binding and the GPU run: Debian's libamdhip64-5 (loads, no device), and a
+stand-in runtime (tests/fixtures/hip_stand_in.c) that reports one card of a chosen
+architecture and records launches, built once computing nothing and once computing with the
+HIP source run on CPU threads (tests/fixtures/hip_emulation.cpp), and made to crash or hang."""
 
-import argparse
 import json
 import shutil
 import struct
@@ -14,27 +14,23 @@ import pytest
 from cli_runner import strata_core
 from test_hip_probe import needs_debian_hip
 
-from strata_core import profile
 from strata_core.errors import StrataError
 from strata_core.hip import abi
-from strata_core.hip.backend import OpenedGpu
-from strata_core.hip.library import Card, GpuKernels, card, start_check
+from strata_core.hip.library import VARIANTS, Card, GpuKernels, card, start_check
 from strata_core.hip.runtime import HipError, HipRuntime
-from strata_core.host import reference
-from strata_core.host.library import HostLibrary
 from strata_core.manager import PluginManager
 from strata_core.records import KernelLibrary
-from strata_core.run_command import run_on_gpu
-from strata_core.testing import plan_for
-from strata_core.testing.sysfs import R9700, write_sysfs
+from strata_core.testing.sysfs import MI50, R9700, fake_gpu, write_sysfs
 
-STAND_IN = Path(__file__).parent / "fixtures" / "hip_stand_in.c"
-TINY = Path(__file__).parent / "fixtures" / "profiles" / "tiny.toml"
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+STAND_IN = FIXTURES / "hip_stand_in.c"
+TINY = FIXTURES / "profiles" / "tiny.toml"
 
 
 def _library(plugin: str) -> KernelLibrary:
     manager = PluginManager.discover({})
-    return dict(manager.call_each("strata_kernel_library", expected=KernelLibrary))[plugin]
+    return manager.kernel_libraries()[plugin]
 
 
 @pytest.fixture(scope="module")
@@ -47,9 +43,35 @@ def stand_in(tmp_path_factory) -> str:
     return str(library)
 
 
+@pytest.fixture(scope="module")
+def emulating_stand_in(tmp_path_factory) -> str:
+    """The stand-in whose launches compute, with the HIP source run on CPU threads."""
+    clang = shutil.which("clang-19")
+    assert clang, "clang-19 is missing (Debian: apt-get install clang-19)"
+    folder = tmp_path_factory.mktemp("hip-emulated")
+    library = folder / "libamdhip64.so.7"
+    includes = [f"-I{ROOT / 'native/include'}", f"-I{ROOT / 'native/hip'}", f"-I{FIXTURES}"]
+    subprocess.run(
+        [clang, "-c", "-fPIC", "-O1", "-DSTAND_IN_EMULATE", str(STAND_IN),
+         "-o", str(folder / "stand_in.o")],
+        check=True,
+    )  # fmt: skip
+    subprocess.run(
+        [clang, "-x", "c++", "-std=c++17", "-c", "-fPIC", "-O1", "-fno-exceptions", "-fno-rtti",
+         *includes, str(FIXTURES / "hip_emulation.cpp"), "-o", str(folder / "emulation.o")],
+        check=True,
+    )  # fmt: skip
+    subprocess.run(
+        [clang, "-shared", str(folder / "stand_in.o"), str(folder / "emulation.o"), "-o",
+         str(library), "-lstdc++", "-lpthread"],
+        check=True,
+    )  # fmt: skip
+    return str(library)
+
+
 @needs_debian_hip
 def test_debian_runtime_loads_and_reports_no_device():
-    runtime = HipRuntime({})
+    runtime = HipRuntime(["libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5"])
     assert runtime.path == "libamdhip64.so.5"
     assert runtime.device_count() == 0
     with pytest.raises(HipError, match=r"^hipSetDevice\(0\) failed: hipError\w+ \(\d+\) in "):
@@ -59,7 +81,7 @@ def test_debian_runtime_loads_and_reports_no_device():
 def test_no_runtime_is_one_line(tmp_path):
     missing = str(tmp_path / "libamdhip64.so.7")
     with pytest.raises(StrataError, match=f"^no HIP runtime found \\(tried {missing}\\)$"):
-        HipRuntime({"STRATA_HIP_LIBRARY": missing})
+        HipRuntime([missing])
 
 
 def test_a_card_the_build_does_not_cover_stops_with_its_name_arch_and_the_build_list():
@@ -95,19 +117,19 @@ def test_a_covered_card_gets_its_own_code_object():
 def test_the_launcher_packs_what_the_metadata_says(stand_in, tmp_path, monkeypatch):
     launches = tmp_path / "launches"
     monkeypatch.setenv("STAND_IN_LAUNCHES", str(launches))
-    runtime = HipRuntime({"STRATA_HIP_LIBRARY": stand_in})
+    runtime = HipRuntime([stand_in])
     gpu = card(runtime, 0)
     assert gpu == Card(0, "AMD Radeon AI PRO R9700", "gfx1201", 32)
     kernels = GpuKernels(runtime, start_check("hip_rdna4", _library("hip_rdna4"), gpu), gpu)
-    kernels.topk(np.arange(5000, dtype=np.float32), 64, "wide")
+    kernels.topk(np.arange(5000, dtype=np.float32), 64, "radix")
     kernels.router_topk(np.zeros((20, 128), dtype=np.float32), 8, "fast")
-    kernels.prompt_gemm(np.zeros((40, 64), np.float16), np.zeros((48, 64), np.float16))
+    kernels.prompt_gemm(np.zeros((40, 64), np.float16), np.zeros((48, 64), np.float16), "wmma")
     assert kernels.seconds == 0.25e-3  # the stand-in's 0.25 ms
     topk, router, gemm = (line.split() for line in launches.read_text().splitlines())
     scores, n, k, ids, values, variant = struct.unpack("<Qqi4xQQi", bytes.fromhex(topk[3]))
     assert topk[:3] == ["strata_topk", "1", "256"]
     assert (
-        (n, k, variant) == (5000, 64, 2)
+        (n, k, variant) == (5000, 64, 0)
         and len({scores, ids, values}) == 3
         and 0 not in {scores, ids, values}
     )
@@ -156,61 +178,102 @@ def test_run_checks_gpu_results_against_the_host(stand_in, env, tmp_path):
     assert not result.stdout or "backend" not in json.loads(result.stdout)
 
 
-class NumpyKernels:
-    """A test double of GpuKernels that answers with the numpy references: it exercises the
-    GPU run's checking and reporting, not any GPU code."""
-
-    def __init__(self, code):
-        self.code, self.seconds, self.closed = code, 0.0, False
-
-    def _timed(self, result):
-        self.seconds = 1e-4
-        return result
-
-    def matvec_q8_0(self, qs, d, xq, xd):
-        return self._timed(reference.matvec_q8_0(qs, d, xq, xd).astype(np.float32))
-
-    def router_topk(self, logits, k, variant="fast"):
-        return self._timed(reference.router_topk(logits, k))
-
-    def topk(self, scores, k, variant="auto"):
-        return self._timed(reference.topk(scores, k))
-
-    def prompt_gemm(self, a, wt):
-        return self._timed(a.astype(np.float32) @ wt.astype(np.float32).T)
-
-    def close(self):
-        self.closed = True
+def test_a_variant_the_kernel_library_lacks_is_one_line(stand_in):
+    runtime = HipRuntime([stand_in])
+    gpu = card(runtime, 0)
+    kernels = GpuKernels(runtime, start_check("hip_rdna4", _library("hip_rdna4"), gpu), gpu)
+    with pytest.raises(StrataError, match=r"^the HIP kernel library has no topk variant 'heap' "):
+        kernels.topk(np.arange(100, dtype=np.float32), 4, "heap")
+    kernels.close()
 
 
-@pytest.mark.parametrize("as_json", [True, False])
-def test_the_gpu_run_reports_every_kernel(as_json, capsys):
-    gpu_card = Card(0, "AMD Radeon AI PRO R9700", "gfx1201", 32)
-    code = start_check("hip_rdna4", _library("hip_rdna4"), gpu_card)
-    opened = OpenedGpu(NumpyKernels(code), gpu_card, "libamdhip64.so.7")
-    plan = plan_for("gfx1201")
-    args = argparse.Namespace(json=as_json)
-    assert run_on_gpu(args, plan, profile.load(TINY), opened, HostLibrary()) == 0
-    assert opened.kernels.closed
-    out = capsys.readouterr().out
-    if as_json:
-        answer = json.loads(out)
-        assert (answer["backend"], answer["target"], answer["card"]) == (
-            "hip", "gfx1201", "AMD Radeon AI PRO R9700"
-        )  # fmt: skip
-        kernels = answer["kernels"]
-        assert kernels["topk"]["variant"] == "radix"
-        assert kernels["matvec_q8_0"]["variant"] == "v_dot4_i32_iu8"
-        assert kernels["prompt_gemm"]["variant"] == "wmma"
-        assert all(k["checked"] == k["calls"] > 0 for k in kernels.values())
-        assert kernels["matvec_q8_0"]["median_ms"] == 0.1
-    else:
-        lines = out.splitlines()
-        assert lines[0] == (
-            "GPU backend: hip_rdna4 strata_kernels-gfx1201.hsaco on AMD Radeon AI PRO R9700 "
-            "(gfx1201), HIP runtime libamdhip64.so.7; workload tiny; every result checked "
-            "against the host backend"
+#: (card, the stand-in's architecture and warp size, what the plan chooses on it)
+CARDS = {
+    "gfx1201": (R9700, "gfx1201", "32", {"matvec_q8_0": "v_dot4_i32_iu8",
+                                          "prompt_gemm": "wmma"}),
+    "gfx1030": (fake_gpu("gfx1030"), "gfx1030", "32", {"matvec_q8_0": "v_dot4_i32_i8",
+                                                        "prompt_gemm": "fma"}),
+    "gfx906": (MI50, "gfx906", "64", {"matvec_q8_0": "v_dot4_i32_i8", "prompt_gemm": "fma"}),
+}  # fmt: skip
+ROUTERS = {"fast": {}, "portable": {"STRATA_HIP_ROUTER_OLD": "1"}}
+
+
+@pytest.mark.parametrize("router", ROUTERS)
+@pytest.mark.parametrize("target", CARDS)
+def test_run_on_a_card_runs_every_operation_and_variant_the_plan_chooses(
+    emulating_stand_in, env, tmp_path, target, router
+):
+    gpu, arch, warp, chosen = CARDS[target]
+    root = write_sysfs(tmp_path / "sys", [gpu])
+    launches = tmp_path / "launches"
+    carried = (
+        env
+        | ROUTERS[router]
+        | {
+            "STRATA_HIP_LIBRARY": emulating_stand_in,
+            "STAND_IN_ARCH": arch,
+            "STAND_IN_WARP": warp,
+            "STAND_IN_LAUNCHES": str(launches),
+        }
+    )
+    result = strata_core("run", "--json", "--profile", str(TINY), "--sysfs", str(root), env=carried)
+    answer = json.loads(result.stdout)
+    assert (answer["backend"], answer["target"]) == ("hip", arch)
+    kernels = answer["kernels"]
+    assert set(kernels) == {
+        "matvec_q8_0", "router_topk", "router_topk_prompt", "topk", "prompt_gemm"
+    }  # fmt: skip
+    assert all(k["checked"] == k["calls"] > 0 for k in kernels.values())
+    want = chosen | {"router_topk": router, "router_topk_prompt": router, "topk": "radix"}
+    assert {name: k["variant"] for name, k in kernels.items()} == want
+    launched = [line.split() for line in launches.read_text().splitlines()]
+    assert {line[0] for line in launched} == {"strata_" + op for op in abi.OPERATIONS}
+    names = [name for name, _ in abi.OPERATIONS["router_topk"]]
+    variant_field = abi.layout("router_topk")[names.index("variant")]
+    codes = {
+        int.from_bytes(
+            bytes.fromhex(line[3])[variant_field.offset : variant_field.offset + 4], "little"
         )
-        assert {line.split()[0] for line in lines[1:]} == {
-            "matvec_q8_0", "router_topk", "router_topk_prompt", "topk", "prompt_gemm"
-        }  # fmt: skip
+        for line in launched
+        if line[0] == "strata_router_topk"
+    }
+    assert codes == {VARIANTS["router_topk"][router]}
+
+
+def test_a_runtime_that_crashes_on_load_is_one_line_and_the_host_runs(stand_in, env, tmp_path):
+    root = write_sysfs(tmp_path, [R9700])
+    carried = env | {"STRATA_HIP_LIBRARY": stand_in, "STAND_IN_FAULT": "segv-on-load"}
+    result = strata_core("run", "--json", "--profile", str(TINY), "--sysfs", str(root), env=carried)
+    assert (
+        "the GPU run (HIP runtime libamdhip64.so.7) died of SIGSEGV; the host backend runs the "
+        "workload"
+    ) in result.stderr.splitlines()
+    assert json.loads(result.stdout)["backend"] == "host"
+
+
+def test_a_runtime_that_hangs_is_stopped_at_the_time_limit_and_the_host_runs(
+    stand_in, env, tmp_path
+):
+    root = write_sysfs(tmp_path, [R9700])
+    carried = env | {
+        "STRATA_HIP_LIBRARY": stand_in,
+        "STAND_IN_FAULT": "hang-count",
+        "STRATA_RUN_TIMEOUT": "3",
+    }
+    result = strata_core("run", "--json", "--profile", str(TINY), "--sysfs", str(root), env=carried)
+    assert (
+        "the GPU run (HIP runtime libamdhip64.so.7) gave no answer within 3 s "
+        "(STRATA_RUN_TIMEOUT sets the limit); the host backend runs the workload"
+    ) in result.stderr.splitlines()
+    assert json.loads(result.stdout)["backend"] == "host"
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "soon"])
+def test_a_bad_run_timeout_is_one_line(env, tmp_path, value):
+    result = strata_core(
+        "run", "--sysfs", str(tmp_path), env=env | {"STRATA_RUN_TIMEOUT": value}, check=False
+    )
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        f"strata-core: STRATA_RUN_TIMEOUT={value}: expected a positive number of seconds"
+    )

@@ -1,9 +1,5 @@
 """The host kernels against their numpy references, on every instruction-set variant."""
 
-import subprocess
-import sys
-import textwrap
-
 import numpy as np
 import pytest
 
@@ -118,35 +114,40 @@ def test_router_topk_with_many_equal_logits(lib, variant, levels):
     np.testing.assert_allclose(weights, expected_weights, rtol=1e-5, atol=1e-7)
 
 
-ISA_CHECK = textwrap.dedent("""
-    import numpy as np
-    from strata_core.host import q8, reference
-    from strata_core.host.library import HostLibrary
-    lib = HostLibrary()
+ISAS = ["baseline", "avx2", "avxvnni", "avx512vnni"]
+
+
+@pytest.fixture
+def fresh_lib(lib):
+    best = lib.isa
+    yield lib
+    lib.set_isa(best)
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_every_instruction_set_variant_matches_the_references(fresh_lib, isa):
+    lib = fresh_lib
+    if ISAS.index(isa) > ISAS.index(lib.isa):
+        with pytest.raises(StrataError, match=f"^the host kernels cannot run {isa} on this CPU$"):
+            lib.set_isa(isa)
+        return
+    lib.set_isa(isa)
+    assert lib.isa == isa == lib.ffi.string(lib.lib.strata_isa()).decode()
     rng = np.random.default_rng(7)
     qs, d = q8.quantize_rows(rng.standard_normal((67, 4128), dtype=np.float32))
     xq, xd = q8.quantize_vector(rng.standard_normal(4128, dtype=np.float32))
     want = reference.matvec_q8_0(qs, d, xq, xd)
-    assert np.allclose(lib.matvec_q8_0(qs, d, xq, xd), want, rtol=1e-5,
-                       atol=1e-5 * np.abs(want).max())
+    got = lib.matvec_q8_0(qs, d, xq, xd)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
     scores = rng.standard_normal(300_000, dtype=np.float32)
     for variant in ("heap", "wide", "old"):
         assert (lib.topk(scores, 200, variant)[0] == reference.topk(scores, 200)[0]).all()
     logits = rng.standard_normal((70, 128), dtype=np.float32)
-    assert (lib.router_topk(logits, 8)[0] == reference.router_topk(logits, 8)[0]).all()
-    print(lib.isa)
-""")
+    for variant in ("fast", "portable"):
+        ids = lib.router_topk(logits, 8, variant)[0]
+        assert (ids == reference.router_topk(logits, 8)[0]).all()
 
 
-@pytest.mark.parametrize("isa", ["baseline", "avx2", "avxvnni"])
-def test_every_instruction_set_variant_matches_the_references(lib, isa, env):
-    result = subprocess.run(
-        [sys.executable, "-c", ISA_CHECK],
-        env=env | {"STRATA_HOST_ISA": isa},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    order = ["baseline", "avx2", "avxvnni", "avx512vnni"]
-    assert result.stdout.strip() == order[min(order.index(isa), order.index(lib.isa))]
+def test_an_unknown_instruction_set_is_refused(lib):
+    with pytest.raises(StrataError, match="^the host kernels cannot run avx9 on this CPU$"):
+        lib.set_isa("avx9")

@@ -10,8 +10,8 @@ from strata_core.claims import assign
 from strata_core.detect.visibility import is_runtime_variable
 from strata_core.manager import PluginManager
 from strata_core.packages import package_for
+from strata_core.pipeline import named_device
 from strata_core.plan import build_plan
-from strata_core.plan_command import named_device
 from strata_core.records import RunContext
 
 GIB = 1 << 30

@@ -11,9 +11,11 @@ from cli_runner import strata_core
 
 from strata_core import profile
 from strata_core.errors import StrataError
-from strata_core.host import workload
+from strata_core.host import reference
+from strata_core.host.gemm import PromptGemm
 from strata_core.host.library import HostLibrary
 from strata_core.records import KernelChoice
+from strata_core.run import workload
 from strata_core.testing.sysfs import R9700, write_sysfs
 from strata_core.tuning.dispatch import TunedDispatch
 
@@ -173,13 +175,13 @@ def test_a_wrong_kernel_result_stops_the_run(monkeypatch):
             ("prompt_gemm", "blas"),
         )
     }
+    inputs = workload.make_inputs(profile.load(TINY))
+    gemm = PromptGemm(inputs.w)
+    results = workload.execute(
+        lib, gemm, workload.wall_clock, inputs, kernels, TunedDispatch(None, "host BLAS")
+    )
     with pytest.raises(StrataError, match="topk gave a wrong result in decode step 1"):
-        workload.run(
-            workload.host_backend(lib),
-            profile.load(TINY),
-            kernels,
-            TunedDispatch(None, "host BLAS"),
-        )
+        workload.check(inputs, results, kernels, reference, gemm, "numpy", "the host library")
 
 
 def test_the_shipped_profile_loads():

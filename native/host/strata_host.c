@@ -12,12 +12,12 @@
 #include <omp.h>
 
 enum isa { ISA_UNSET, ISA_BASELINE, ISA_AVX2, ISA_AVXVNNI, ISA_AVX512VNNI };
+static const char *const isa_names[] = {"", "baseline", "avx2", "avxvnni", "avx512vnni"};
 static enum isa chosen_isa = ISA_UNSET;
 
-static enum isa detect_isa(void) {
-    if (chosen_isa != ISA_UNSET) return chosen_isa;
+/* The best variant this CPU can run: the ceiling strata_set_isa checks against. */
+static enum isa best_isa(void) {
     enum isa found = ISA_BASELINE;
-    const char *forced = getenv("STRATA_HOST_ISA");
     __builtin_cpu_init();
     int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                __builtin_cpu_supports("f16c");
@@ -26,29 +26,30 @@ static enum isa detect_isa(void) {
     if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
         found = ISA_AVX512VNNI;
-    /* STRATA_HOST_ISA can only lower the level, never claim more than the CPU has. */
-    if (forced) {
-        enum isa wanted = !strcmp(forced, "baseline") ? ISA_BASELINE
-                        : !strcmp(forced, "avx2") ? ISA_AVX2
-                        : !strcmp(forced, "avxvnni") ? ISA_AVXVNNI : found;
-        if (wanted < found) found = wanted;
-    }
-    chosen_isa = found;
     return found;
+}
+
+static enum isa detect_isa(void) {
+    if (chosen_isa == ISA_UNSET) chosen_isa = best_isa();
+    return chosen_isa;
+}
+
+int strata_set_isa(const char *name) {
+    for (int isa = ISA_BASELINE; isa <= ISA_AVX512VNNI; ++isa) {
+        if (name && !strcmp(name, isa_names[isa])) {
+            if ((enum isa)isa > best_isa()) return STRATA_E_ARGUMENT;
+            chosen_isa = (enum isa)isa;
+            return STRATA_OK;
+        }
+    }
+    return STRATA_E_ARGUMENT;
 }
 
 int strata_abi_version(void) { return STRATA_KERNEL_ABI_VERSION; }
 
 const char *strata_operations(void) { return "matvec_q8_0,router_topk,topk"; }
 
-const char *strata_isa(void) {
-    switch (detect_isa()) {
-    case ISA_AVX512VNNI: return "avx512vnni";
-    case ISA_AVXVNNI: return "avxvnni";
-    case ISA_AVX2: return "avx2";
-    default: return "baseline";
-    }
-}
+const char *strata_isa(void) { return isa_names[detect_isa()]; }
 
 int strata_set_threads(int threads) {
     if (threads < 0) return STRATA_E_ARGUMENT;

@@ -44,8 +44,12 @@
 int strata_abi_version(void);
 /* Comma-separated operation names: "matvec_q8_0,router_topk,topk". */
 const char *strata_operations(void);
-/* The instruction set the kernels run with: "avx512vnni", "avxvnni", "avx2" or "baseline". */
+/* The instruction set the kernels run with: "avx512vnni", "avxvnni", "avx2" or "baseline";
+ * the best the CPU has until strata_set_isa names another. */
 const char *strata_isa(void);
+/* Run the kernels with this instruction set; STRATA_E_ARGUMENT for an unknown name or one
+ * the CPU lacks (the choice is the caller's: the library reads no environment). */
+int strata_set_isa(const char *name);
 /* Threads for the multi-threaded kernels; 0 means one per core. Returns the count in use. */
 int strata_set_threads(int threads);
 

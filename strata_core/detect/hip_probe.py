@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from ..library_search import candidates
@@ -28,13 +29,13 @@ def candidate_paths(env: dict[str, str]) -> list[str]:
     return candidates(env, "STRATA_HIP_LIBRARY", SONAMES)
 
 
-def open_runtime(env: dict[str, str]) -> tuple[Any, str | None, list[str]]:
-    """(lib, path, tried): the first of candidate_paths that loads, and those that did not;
+def open_runtime(candidates: Sequence[str]) -> tuple[Any, str | None, list[str]]:
+    """(lib, path, tried): the first of ``candidates`` that loads, and those that did not;
     lib and path are None when none loads."""
     from ..hip._hip_ffi import ffi
 
     tried = []
-    for path in candidate_paths(env):
+    for path in candidates:
         try:
             return ffi.dlopen(path), path, tried
         except OSError:
@@ -45,7 +46,7 @@ def open_runtime(env: dict[str, str]) -> tuple[Any, str | None, list[str]]:
 def probe(env: dict[str, str]) -> dict:
     from ..hip._hip_ffi import ffi
 
-    lib, path, tried = open_runtime(env)
+    lib, path, tried = open_runtime(candidate_paths(env))
     if lib is None:
         return {"library": None, "tried": tried}
     return _query(ffi, lib, path)

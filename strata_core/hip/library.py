@@ -10,7 +10,6 @@ import numpy as np
 from ..detect.hip_probe import device_facts
 from ..errors import StrataError
 from ..host._host_ffi import ffi as kernel_abi
-from ..host.library import ROUTER_VARIANTS, TOPK_VARIANTS
 from ..host.q8 import check_matvec_shapes
 from ..records import KernelLibrary
 from . import abi, code_object
@@ -23,6 +22,26 @@ TOPK_MAX_K = kernel_abi.integer_const("STRATA_TOPK_MAX_K")
 BLOCK = 256
 WARPS_PER_BLOCK = BLOCK // 32
 TILE = 16
+#: The kernel library's variants by the names the plan gives them, as the ABI's codes. The one
+#: top-k kernel (a radix select) serves every band; the GEMM variant is compiled in.
+VARIANTS = {
+    "router_topk": {
+        "fast": kernel_abi.integer_const("STRATA_ROUTER_FAST"),
+        "portable": kernel_abi.integer_const("STRATA_ROUTER_PORTABLE"),
+    },
+    "topk": {"radix": kernel_abi.integer_const("STRATA_TOPK_AUTO")},
+    "prompt_gemm": {"wmma": 1, "fma": 0},
+}
+
+
+def variant_code(op: str, variant: str) -> int:
+    """The ABI code of a variant the plan chose; StrataError for one the library lacks."""
+    codes = VARIANTS[op]
+    if variant not in codes:
+        raise StrataError(
+            f"the HIP kernel library has no {op} variant {variant!r} (it has {', '.join(codes)})"
+        )
+    return codes[variant]
 
 
 @attrs.frozen
@@ -103,8 +122,6 @@ class GpuKernels:
         }
         self.stream = runtime.stream()
         self.start, self.stop = runtime.event(), runtime.event()
-        # the source's own rule: the WMMA GEMM is compiled for gfx11 and gfx12
-        self.matrix_cores = gpu.gfx.startswith(("gfx11", "gfx12"))
         self.seconds = 0.0
 
     def close(self) -> None:
@@ -148,7 +165,8 @@ class GpuKernels:
                   {"rows": rows, "cols": cols})  # fmt: skip
         return y
 
-    def router_topk(self, logits, k: int, variant: str = "fast"):
+    def router_topk(self, logits, k: int, variant: str):
+        code = variant_code("router_topk", variant)
         if not 0 < k <= min(ROUTER_MAX_K, logits.shape[1]):
             raise StrataError(f"router_topk: k={k} is outside 1..{ROUTER_MAX_K} on the GPU")
         logits = np.ascontiguousarray(logits, np.float32)
@@ -159,25 +177,28 @@ class GpuKernels:
         self._run("router_topk", _blocks(tokens, per_block), {"logits": logits},
                   {"ids": ids, "weights": weights},
                   {"tokens": tokens, "experts": experts, "k": k,
-                   "variant": ROUTER_VARIANTS[variant]})  # fmt: skip
+                   "variant": code})  # fmt: skip
         return ids, weights
 
-    def topk(self, scores, k: int, variant: str = "auto"):
+    def topk(self, scores, k: int, variant: str):
+        code = variant_code("topk", variant)
         if not 0 < k <= min(TOPK_MAX_K, scores.size):
             raise StrataError(f"topk: k={k} is outside 1..{TOPK_MAX_K} on the GPU")
         scores = np.ascontiguousarray(scores, np.float32).ravel()
         ids = np.empty(k, dtype=np.int32)
         values = np.empty(k, dtype=np.float32)
         self._run("topk", 1, {"scores": scores}, {"ids": ids, "values": values},
-                  {"n": scores.size, "k": k, "variant": TOPK_VARIANTS[variant]})  # fmt: skip
+                  {"n": scores.size, "k": k, "variant": code})  # fmt: skip
         return ids, values
 
-    def prompt_gemm(self, a, wt) -> np.ndarray:
-        """c = a @ wt.T with half inputs: a is M x K, wt is N x K."""
+    def prompt_gemm(self, a, wt, variant: str) -> np.ndarray:
+        """c = a @ wt.T with half inputs: a is M x K, wt is N x K. The WMMA kernel takes a
+        16 x 16 tile a logical warp, the FMA kernel one a workgroup."""
+        wmma = variant_code("prompt_gemm", variant)
         (m, k), n = a.shape, wt.shape[0]
         c = np.empty((m, n), dtype=np.float32)
         tiles = _blocks(m, TILE) * _blocks(n, TILE)
-        grid = _blocks(tiles, WARPS_PER_BLOCK) if self.matrix_cores else tiles
+        grid = _blocks(tiles, WARPS_PER_BLOCK) if wmma else tiles
         inputs = {
             "a": np.ascontiguousarray(a, np.float16),
             "w": np.ascontiguousarray(wt, np.float16),

@@ -3,7 +3,7 @@ declarations of native/include/strata_hip_runtime.h, compiled into _hip_ffi at i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -20,11 +20,12 @@ class HipError(StrataError):
 
 
 class HipRuntime:
-    def __init__(self, env: Mapping[str, str]) -> None:
+    def __init__(self, candidates: Sequence[str]) -> None:
+        """Load the first of ``candidates`` (library names or paths) that loads."""
         from ._hip_ffi import ffi
 
         self.ffi = ffi
-        self.lib, self.path, tried = open_runtime(dict(env))
+        self.lib, self.path, tried = open_runtime(candidates)
         if self.lib is None:
             raise StrataError(f"no HIP runtime found (tried {', '.join(tried)})")
 

@@ -48,6 +48,12 @@ class HostLibrary:
     def _buffer(self, ctype: str, array: np.ndarray):
         return self.ffi.from_buffer(ctype, array)
 
+    def set_isa(self, isa: str) -> None:
+        """Run the kernels with this instruction set (the plan's choice)."""
+        if self.lib.strata_set_isa(isa.encode()) != 0:
+            raise StrataError(f"the host kernels cannot run {isa} on this CPU")
+        self.isa = isa
+
     def set_threads(self, threads: int) -> int:
         return self.lib.strata_set_threads(threads)
 

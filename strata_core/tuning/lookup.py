@@ -17,7 +17,7 @@ from pathlib import Path
 
 import attrs
 
-from .. import answer_cache
+from .. import answer_cache, archdb
 from ..resolve import Resolved
 from .tables import HIPBLASLT, HOST, ROCBLAS, Kind, Table, TableError, read
 from .versions import LibraryVersion
@@ -191,8 +191,12 @@ def decide_rocblas(
         if Path(forced).is_dir():
             return find_table(ROCBLAS, gfx, version, [Path(forced)])
         return _forced(ROCBLAS, "STRATA_ROCBLAS_TUNING", Path(forced), gfx, version)
-    if not gfx.startswith("gfx103"):
-        return TuningDecision(None, False, f"rocBLAS tables serve gfx103x; {gfx} uses hipBLASLt")
+    arch = archdb.lookup(gfx)
+    library = arch.table_library if arch else None
+    if library != archdb.ROCBLAS:
+        return TuningDecision(
+            None, False, f"rocBLAS tables serve gfx103x; {gfx} uses {library or 'no table'}"
+        )
     return find_table(ROCBLAS, gfx, version, dirs)
 
 

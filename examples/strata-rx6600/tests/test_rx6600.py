@@ -27,10 +27,10 @@ def test_the_plan_for_an_rx_6600():
 def test_it_claims_its_card_and_refuses_others(plugin_manager):
     manager = plugin_manager({"rx6600": plugin})
     claims = dict(
-        manager.call_each("strata_claim_device", expected=Claim, device=device_for("gfx1032"))
+        manager.claims(device_for("gfx1032"))
     )
     assert claims["rx6600"].score == 100
-    other = manager.call_each("strata_claim_device", expected=Claim, device=device_for("gfx1030"))
+    other = manager.claims(device_for("gfx1030"))
     assert dict(other)["rx6600"].reason == "carries code for gfx1032, not gfx1030"
 
 

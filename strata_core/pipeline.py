@@ -1,0 +1,328 @@
+"""The pipeline from a request to a Plan: plugins, devices, backend, claims, cards, context,
+switches, kernels, tuning (DESIGN.md "The flow of one run").
+
+A :class:`PlanRequest` is built once, from the command line and the environment; everything
+below :func:`make_plan` reads only the request and the files it names, and the Plan it returns
+is all that a run, an engine start or a rendering needs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import attrs
+
+from . import archdb, profile
+from . import config as run_config
+from .claims import Assignment, assign
+from .context import ram_bytes, this_os
+from .detect.hip_probe import candidate_paths
+from .detect.visibility import is_runtime_variable
+from .devices import DeviceScan, device_for, scan
+from .errors import StrataError
+from .host.plugin import host_device
+from .manager import PluginManager
+from .plan import HOST, HostRun, Plan, RunSettings, build_plan, support_notes, with_tuning
+from .records import DetectionContext, Device, RunContext, Workload
+from .resolve import parse_engine_args
+from .selection import DeviceChoice, Selection, choose
+from .tuning import versions
+from .tuning.lookup import data_dir, decide_host, search_dirs
+
+GIB = 1 << 30
+#: Engine arguments whose values a user gives after `run --`, which no default overrides.
+ENGINE_FLAGS = {"--pcie-frac", "--pipeline-windows", "--ple-io", "--kv"}
+#: Seconds the GPU run may take before it is stopped (STRATA_RUN_TIMEOUT).
+RUN_TIMEOUT_S = 600.0
+
+
+@attrs.frozen
+class PlanRequest:
+    """What the user asked for, from the command line and the environment, read once.
+
+    ``choice`` is None where the command line names no cards (the run config may);
+    ``engine_args`` are the user's own engine arguments after ``run --`` (they win);
+    ``for_run`` adds what a run needs besides the plan (the host backend's tuning table).
+    """
+
+    env: Mapping[str, str] = attrs.field(factory=dict)
+    config: Path | None = None
+    sysfs: Path | None = None
+    hip: bool | None = None
+    choice: DeviceChoice | None = None
+    device: str | None = None
+    integrated: bool = False
+    os: str | None = None
+    kv: str | None = None
+    pack: str | None = None
+    kv_streaming: bool = False
+    ple_table_gib: float | None = None
+    profile: Path | None = None
+    hipblaslt: str | None = None
+    rocblas: str | None = None
+    engine_args: tuple[str, ...] = ()
+    threads: int = 0
+    for_run: bool = False
+
+
+@attrs.frozen
+class Detected:
+    """Plugins, devices, who runs each, and the chosen cards."""
+
+    manager: PluginManager
+    found: DeviceScan
+    assignments: tuple[Assignment, ...]
+    selection: Selection
+    problems: tuple[str, ...]
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Every problem so far, the plugins that broke in any hook call included."""
+        return (*self.manager.problems, *self.found.problems, *self.problems)
+
+
+@attrs.frozen
+class PlanOutcome:
+    plan: Plan
+    row: dict
+    selection: Selection
+    manager: PluginManager
+    config: run_config.RunConfig
+    config_path: Path | None
+    no_gpu: str | None = None
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return self.plan.warnings
+
+
+def detection_context(request: PlanRequest) -> DetectionContext:
+    """The detection context for the request's sysfs root, HIP probe choice and environment."""
+    env = request.env
+    root = request.sysfs or Path(env.get("STRATA_SYSFS") or "/sys")
+    hip = request.hip
+    if hip is None:
+        hip = root == Path("/sys") and env.get("STRATA_HIP_PROBE", "1") != "0"
+    if request.sysfs is not None and not request.sysfs.is_dir():
+        raise StrataError(f"--sysfs {request.sysfs}: no such directory")
+    return DetectionContext(
+        sysfs=root,
+        env=dict(env),
+        hip_probe=hip,
+        hip_timeout_s=_seconds(env, "STRATA_HIP_PROBE_TIMEOUT", 15.0),
+    )
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise StrataError(f"{name}={raw}: expected a positive number of seconds")
+    return value
+
+
+def device_choice(request: PlanRequest, config: run_config.RunConfig) -> DeviceChoice:
+    """The cards the user asked for: the command line, else the run config's ``gpu``."""
+    if request.choice is not None:
+        return request.choice
+    if config.gpu is not None or config.gpu_roles:
+        roles = {int(k): v for k, v in config.gpu_roles.items()}
+        single = config.gpu if isinstance(config.gpu, int) else None
+        return DeviceChoice(
+            gpu=single,
+            gpus=None if single is not None else config.gpu,
+            roles=roles,
+            source="the run config",
+        )
+    return DeviceChoice()
+
+
+def chosen_plugin(request: PlanRequest, config: run_config.RunConfig) -> str | None:
+    return request.env.get("STRATA_ARCH_PLUGIN") or config.arch_plugin
+
+
+def detect(request: PlanRequest, config: run_config.RunConfig) -> Detected:
+    """Discover plugins, detect devices, assign plugins and choose cards."""
+    context = detection_context(request)
+    manager = PluginManager.discover(request.env)
+    found = scan(manager, context)
+    assignments, problems = assign(manager, found.devices, chosen_plugin(request, config))
+    selection = choose(assignments, device_choice(request, config))
+    return Detected(manager, found, tuple(assignments), selection, tuple(problems))
+
+
+def make_plan(request: PlanRequest) -> PlanOutcome:
+    """The plan for the main card, a named card (``request.device``), or the host backend
+    when no AMD GPU can run."""
+    from .report import device_dict
+
+    env = request.env
+    path, config = run_config.find_and_load(request.config, env)
+    chosen = chosen_plugin(request, config)
+    no_gpu = None
+    if request.device:
+        manager = PluginManager.discover(env)
+        assignments, problems = assign(
+            manager, [named_device(request.device, request.integrated)], chosen
+        )
+        selection = Selection((0,), {}, "--device")
+        detection_warnings = lambda: (*manager.problems, *problems)  # noqa: E731
+        others: tuple[Device, ...] = ()
+        main = assignments[0]
+    else:
+        detected = detect(request, config)
+        manager, selection = detected.manager, detected.selection
+        detection_warnings = lambda: detected.warnings  # noqa: E731
+        if selection.indices:
+            main = next(a for a in detected.assignments if a.device.index == selection.indices[-1])
+        else:
+            no_gpu = f"no AMD GPU to run on ({selection.reason}); the host backend runs"
+            main = Assignment(host_device(), HOST, "host runs on the CPU")
+        others = tuple(
+            a.device
+            for a in detected.assignments
+            if a.device.visible and a.device is not main.device
+        )
+    _check_runnable(main, chosen)
+    assert main.plugin is not None
+    context = RunContext(
+        os=request.os or this_os(),
+        kv=request.kv or parse_engine_args(config.args, {"--kv"}).get("--kv"),
+        pack=request.pack,
+        kv_streaming=request.kv_streaming
+        or "--kv-resident" in parse_engine_args(config.args, {"--kv-resident"}),
+        other_cards=others,
+        ram_bytes=ram_bytes(),
+        ple_table_bytes=_ple_table_bytes(request, config),
+    )
+    config_env = dict(config.env)
+    if config.tuning.hipblaslt_table is not None:
+        config_env.setdefault(
+            "STRATA_HIPBLASLT_TABLE", "on" if config.tuning.hipblaslt_table else "off"
+        )
+    user = dict(env) | parse_engine_args(request.engine_args, ENGINE_FLAGS)
+    workload = profile.load(request.profile)
+    config_name = str(path) if path else "the run config"
+
+    def plan_on(device: Device, plugin: str) -> Plan:
+        return build_plan(
+            manager, device, plugin, context, user, config_env, config.args, config_name, workload
+        )
+
+    plan = plan_on(main.device, main.plugin)
+    if no_gpu is None:
+        dirs = search_dirs(config.exe, env, ()) + [Path(d) for d in config.tuning.dirs]
+        plan = with_tuning(plan, manager, library_versions(request, plan), dirs)
+    host_plan = plan if plan.plugin == HOST else plan_on(host_device(), HOST)
+    plan = attrs.evolve(
+        plan,
+        host=host_run(request, host_plan),
+        run=run_settings(request, manager, plan, workload),
+        warnings=(*detection_warnings(), *plan.warnings),
+    )
+    row = device_dict(main, selection)
+    return PlanOutcome(plan, row, selection, manager, config, path, no_gpu)
+
+
+def host_run(request: PlanRequest, host_plan: Plan) -> HostRun:
+    """What the host backend runs: its kernel choices, and for a run its tuning table."""
+    isa = host_plan.kernels["matvec_q8_0"].variant
+    tuning = None
+    if request.for_run:
+        from .host.platform import blas_version, isa_level
+
+        dirs = [*search_dirs(None, request.env, ()), data_dir(request.env)]
+        tuning = decide_host(isa_level(), blas_version(), dirs)
+    return HostRun(kernels=host_plan.kernels, isa=isa, tuning=tuning)
+
+
+def run_settings(
+    request: PlanRequest, manager: PluginManager, plan: Plan, workload: Workload
+) -> RunSettings:
+    """What the workload runs with: its shape, threads, and on a card the plugin's kernel
+    library, the HIP runtimes to try and the time the GPU run may take."""
+    library = None
+    if plan.plugin != HOST:
+        library = manager.kernel_libraries((plan.plugin,)).get(plan.plugin)
+    env = request.env
+    return RunSettings(
+        workload=workload,
+        threads=request.threads,
+        kernel_library=library,
+        hip_libraries=tuple(candidate_paths(dict(env))),
+        runtime_env={k: v for k, v in env.items() if is_runtime_variable(k)},
+        timeout_s=_seconds(env, "STRATA_RUN_TIMEOUT", RUN_TIMEOUT_S),
+    )
+
+
+def library_versions(request: PlanRequest, plan: Plan) -> dict:
+    """hipBLASLt and rocBLAS versions: given on the command line, else probed where a table
+    decision needs one, except for a card that is not in this PC."""
+    given = {
+        "hipblaslt": versions.hipblaslt_number(request.hipblaslt) if request.hipblaslt else None,
+        "rocblas": versions.rocblas_version(request.rocblas) if request.rocblas else None,
+    }
+    values = {n: r.value for n, r in plan.switches.items()}
+    arch = archdb.lookup(plan.device.gfx)
+    needed = {
+        "hipblaslt": values["STRATA_HIPBLASLT_TABLE"] == "on"
+        or values["STRATA_HIPBLASLT_TUNING"] is not None,
+        "rocblas": (arch is not None and arch.table_library == archdb.ROCBLAS)
+        or values["STRATA_ROCBLAS_TUNING"] is not None,
+    }
+    unknown = versions.LibraryVersion(None, "not needed: no table is asked for")
+    probed = dict.fromkeys(given, unknown)
+    if request.device:
+        probed = dict.fromkeys(
+            given, versions.LibraryVersion(None, "not probed: the card is not in this PC")
+        )
+    elif any(needed[k] and not given[k] for k in given):
+        env = request.env
+        probed = versions.probe(env, _seconds(env, "STRATA_HIP_PROBE_TIMEOUT", 15.0))
+    return {k: versions.LibraryVersion(v, "given") if v else probed[k] for k, v in given.items()}
+
+
+def named_device(gfx: str, integrated: bool) -> Device:
+    arch = archdb.lookup(gfx)
+    if arch is None:
+        raise StrataError(f"--device {gfx}: not a target strata knows ({', '.join(archdb.ARCHS)})")
+    return device_for(
+        arch.target,
+        integrated=integrated or arch.integrated_only,
+        evidence="--integrated" if integrated else None,
+        seen_by=("--device",),
+    )
+
+
+def _check_runnable(main: Assignment, chosen: str | None) -> None:
+    device = main.device
+    if chosen and main.plugin != chosen:
+        refusal = dict(main.claims).get(chosen)
+        if refusal is not None:
+            raise StrataError(
+                f"{device.name} ({device.gfx}): STRATA_ARCH_PLUGIN={chosen}, which {refusal.reason}"
+            )
+    if main.plugin is None:
+        notes = "".join(f"; {note}" for note in support_notes(device))
+        raise StrataError(f"{device.name} ({device.gfx}, {device.family}): {main.reason}{notes}")
+
+
+def _ple_table_bytes(request: PlanRequest, config: run_config.RunConfig) -> int | None:
+    if request.ple_table_gib is not None:
+        return int(request.ple_table_gib * GIB)
+    from . import answer_cache
+
+    ple = parse_engine_args(config.args, {"--ple-gguf"}).get("--ple-gguf")
+    if ple:
+        answer_cache.stated(ple)
+    try:
+        return os.stat(ple).st_size if ple else None
+    except OSError:
+        return None

@@ -1,0 +1,204 @@
+"""The run: the plan's workload on the backend it names, every result checked. It reads the
+Plan and nothing else (no environment, no command line).
+
+On a card the workload runs in a child process (strata_core.run.gpu_child) with the plan's
+time limit; a runtime that crashes, aborts or hangs there is one line, and the host backend
+then runs the workload, as when there is no GPU.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+
+from ..child import child_environment
+from ..detect.visibility import is_runtime_variable
+from ..errors import NoGpuRun, StrataError
+from ..plan import HostRun, Plan, RunSettings
+from ..records import KernelChoice
+from .gpu_child import ANSWER, JOB, RESULTS, GpuJob, unflatten
+from .workload import check, execute, make_inputs, read_bandwidth, wall_clock
+
+CHILD = "strata_core.run.gpu_child"
+
+
+@attrs.frozen
+class RunOutcome:
+    """What ran, its kernels' reports (as dicts) and the facts a report starts with."""
+
+    backend: str
+    facts: Mapping[str, Any]
+    kernels: Mapping[str, dict]
+    headline: str
+
+
+def run_workload(plan: Plan, backend: str, log: Callable[[str], None] = print) -> RunOutcome:
+    """Run ``plan``'s workload on ``backend`` (``hip`` or ``host``). ``log`` takes the lines
+    said on the way (a card that cannot run, the host table's start lines)."""
+    if backend == "hip":
+        try:
+            return run_on_gpu(plan)
+        except NoGpuRun as why:
+            log(f"{why}; the host backend runs the workload")
+    return run_on_host(plan, log)
+
+
+def _settings(plan: Plan) -> tuple[RunSettings, HostRun]:
+    if plan.run is None or plan.host is None:
+        raise StrataError("this plan was not made for a run")
+    return plan.run, plan.host
+
+
+def _runtimes(settings: RunSettings) -> str:
+    return ", ".join(dict.fromkeys(Path(p).name for p in settings.hip_libraries))
+
+
+def run_on_gpu(plan: Plan) -> RunOutcome:
+    settings, host = _settings(plan)
+    job = GpuJob(
+        plan.plugin,
+        settings.kernel_library,
+        plan.device.index,
+        settings.hip_libraries,
+        settings.workload,
+        plan.kernels,
+    )
+    what = f"the GPU run (HIP runtime {_runtimes(settings)})"
+    with tempfile.TemporaryDirectory(prefix="strata-gpu-") as folder:
+        where = Path(folder)
+        (where / JOB).write_bytes(pickle.dumps(job))
+        try:
+            child = subprocess.run(
+                [sys.executable, "-m", CHILD, folder],
+                env=child_environment(settings.runtime_env, is_runtime_variable),
+                capture_output=True,
+                text=True,
+                timeout=settings.timeout_s,
+            )
+        except subprocess.TimeoutExpired:
+            raise NoGpuRun(
+                f"{what} gave no answer within {settings.timeout_s:g} s "
+                "(STRATA_RUN_TIMEOUT sets the limit)"
+            ) from None
+        if child.returncode < 0:
+            raise NoGpuRun(f"{what} died of {signal.Signals(-child.returncode).name}")
+        if child.returncode != 0 or not (where / ANSWER).is_file():
+            last = (child.stderr.strip().splitlines() or ["no message"])[-1]
+            raise NoGpuRun(f"{what} failed (exit status {child.returncode}: {last})")
+        answer = json.loads((where / ANSWER).read_text())
+        if "no_gpu" in answer:
+            raise NoGpuRun(answer["no_gpu"])
+        if "refused" in answer:
+            raise StrataError(answer["refused"])
+        with np.load(where / RESULTS) as arrays:
+            results = unflatten(dict(arrays), answer["seconds"])
+    return _check_gpu(plan, settings, host, answer, results)
+
+
+def _check_gpu(
+    plan: Plan, settings: RunSettings, host: HostRun, answer: dict, results
+) -> RunOutcome:
+    from ..hip.backend import HalfGemm
+    from ..host.library import HostLibrary
+
+    lib = HostLibrary()
+    lib.set_isa(host.isa)
+    lib.set_threads(settings.threads)
+    inputs = make_inputs(settings.workload)
+    code = Path(answer["code_object"])
+    reports = check(
+        inputs,
+        results,
+        plan.kernels,
+        HostReference(lib, host.kernels),
+        HalfGemm(inputs.w),
+        "the host backend's result",
+        f"the {code.name} code object",
+    )
+    facts = {
+        "plugin": plan.plugin,
+        "card": answer["card"],
+        "target": answer["target"],
+        "code_object": str(code),
+        "runtime": answer["runtime"],
+        "workload": settings.workload.name,
+    }
+    headline = (
+        f"GPU backend: {plan.plugin} {code.name} on {answer['card']} ({answer['target']}), "
+        f"HIP runtime {answer['runtime']}; workload {settings.workload.name}; every result "
+        "checked against the host backend"
+    )
+    kernels = {name: r.as_dict(0.0) for name, r in reports.items()}
+    return RunOutcome("hip", facts, kernels, headline)
+
+
+class HostReference:
+    """The host kernel library as the reference of a GPU run, with the host's variants."""
+
+    def __init__(self, lib: Any, choices: Mapping[str, KernelChoice]) -> None:
+        self.lib, self.choices = lib, choices
+
+    def matvec_q8_0(self, qs, d, xq, xd) -> np.ndarray:
+        return self.lib.matvec_q8_0(qs, d, xq, xd)
+
+    def router_topk(self, logits, k: int):
+        return self.lib.router_topk(logits, k, self.choices["router_topk"].variant)
+
+    def topk(self, scores, k: int):
+        return self.lib.topk(scores, k, self.choices["topk"].variant)
+
+
+def run_on_host(plan: Plan, log: Callable[[str], None] = print) -> RunOutcome:
+    from ..host import reference
+    from ..host.gemm import PromptGemm
+    from ..host.library import HostLibrary
+    from ..tuning.dispatch import TunedDispatch
+
+    settings, host = _settings(plan)
+    lib = HostLibrary()
+    lib.set_isa(host.isa)
+    threads = lib.set_threads(settings.threads)
+    table = host.tuning
+    for line in table.log if table else ():
+        log(line)
+    verbose = plan.verbose("hipblaslt")
+    dispatch = TunedDispatch(table.loaded if table else None, "host BLAS", verbose=verbose)
+    read_gbs = read_bandwidth(lib.read_bytes)
+    inputs = make_inputs(settings.workload)
+    gemm = PromptGemm(inputs.w)
+    results = execute(lib, gemm, wall_clock, inputs, host.kernels, dispatch, progress=sys.stderr)
+    reports = check(
+        inputs,
+        results,
+        host.kernels,
+        reference,
+        gemm,
+        "the numpy reference",
+        "the host kernel library",
+    )
+    if verbose:
+        log(dispatch.summary())
+    facts = {
+        "library": str(lib.path),
+        "isa": lib.isa,
+        "threads": threads,
+        "read_bandwidth_gbs": round(read_gbs, 2),
+        "workload": settings.workload.name,
+        "tuning": table.as_dict() if table else None,
+    }
+    headline = (
+        f"host backend: {lib.path.name}, {lib.isa}, {threads} threads; DRAM read "
+        f"{read_gbs:.1f} GB/s; workload {settings.workload.name}"
+    )
+    kernels = {name: r.as_dict(read_gbs) for name, r in reports.items()}
+    return RunOutcome("host", facts, kernels, headline)

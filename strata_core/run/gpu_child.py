@@ -1,0 +1,103 @@
+"""The GPU run's child process: ``python -m strata_core.run.gpu_child FOLDER``.
+
+It reads the job (``job.pickle``) from FOLDER, loads the HIP runtime and the plugin's code
+object, runs every call of the workload on the card, and leaves the results in
+``results.npz`` and its answer in ``answer.json``. It checks nothing: the parent does, so
+that a runtime that crashes, aborts or hangs takes only this process down.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+
+from ..records import KernelChoice, KernelLibrary, Workload
+
+JOB, RESULTS, ANSWER = "job.pickle", "results.npz", "answer.json"
+
+
+@attrs.frozen
+class GpuJob:
+    """What the child needs of the plan: the plugin, its kernel library, the card's HIP
+    number, the runtimes to try, the workload and its seed, and the kernel choices."""
+
+    plugin: str
+    library: KernelLibrary | None
+    index: int | None
+    runtimes: tuple[str, ...]
+    workload: Workload
+    choices: Mapping[str, KernelChoice]
+    seed: int = 0
+
+
+def flatten(results: list[tuple[Any, float]]) -> dict[str, np.ndarray]:
+    """The results as named arrays: ``i`` for a call's array, ``i.j`` for a tuple's parts."""
+    arrays: dict[str, np.ndarray] = {}
+    for i, (result, _) in enumerate(results):
+        if isinstance(result, tuple):
+            arrays.update({f"{i}.{j}": np.asarray(part) for j, part in enumerate(result)})
+        else:
+            arrays[str(i)] = np.asarray(result)
+    return arrays
+
+
+def unflatten(arrays: Mapping[str, np.ndarray], seconds: list[float]) -> list[tuple[Any, float]]:
+    results: list[tuple[Any, float]] = []
+    for i, took in enumerate(seconds):
+        if str(i) in arrays:
+            results.append((arrays[str(i)], took))
+        else:
+            parts = sorted((k for k in arrays if k.startswith(f"{i}.")), key=_part)
+            results.append((tuple(arrays[k] for k in parts), took))
+    return results
+
+
+def _part(key: str) -> int:
+    return int(key.split(".", 1)[1])
+
+
+def run(folder: Path) -> dict:
+    from ..errors import NoGpuRun, StrataError
+    from ..hip.backend import GpuGemm, open_gpu
+    from ..tuning.dispatch import TunedDispatch
+    from .workload import execute, make_inputs
+
+    job: GpuJob = pickle.loads((folder / JOB).read_bytes())
+    try:
+        gpu = open_gpu(job.plugin, job.library, job.index, job.runtimes)
+    except NoGpuRun as why:
+        return {"no_gpu": str(why)}
+    except StrataError as refused:
+        return {"refused": str(refused)}
+    inputs = make_inputs(job.workload, job.seed)
+    kernels = gpu.kernels
+    gemm = GpuGemm(kernels, inputs.w, job.choices["prompt_gemm"].variant)
+    dispatch = TunedDispatch(None, f"{job.plugin} GEMM")
+    try:
+        results = execute(
+            kernels, gemm, lambda call: (call(), kernels.seconds), inputs, job.choices, dispatch
+        )
+    except StrataError as failed:
+        return {"refused": str(failed)}
+    finally:
+        kernels.close()
+    np.savez(folder / RESULTS, **flatten(results))
+    return {
+        "card": gpu.card.name,
+        "target": gpu.card.gfx,
+        "code_object": str(kernels.code.path),
+        "runtime": gpu.runtime_path,
+        "seconds": [took for _, took in results],
+    }
+
+
+if __name__ == "__main__":
+    where = Path(sys.argv[1])
+    (where / ANSWER).write_text(json.dumps(run(where)))

@@ -1,0 +1,253 @@
+"""The workload `strata-core run` runs on a backend's kernels: decode and prompt steps of a
+model profile. Its inputs are a function of the profile and a seed, so that a GPU run in a
+child process and the parent that checks its results make the same ones; running the calls
+and checking their results are separate steps. On the host the reference is numpy
+(strata_core.host.reference); on a GPU it is the host backend."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from typing import Any, Protocol, TextIO
+
+import attrs
+import numpy as np
+
+from ..errors import StrataError
+from ..host import q8
+from ..records import KernelChoice, Workload
+from ..tuning.dispatch import TunedDispatch
+
+GB = 1e9
+BANDWIDTH_BUFFER = 256 << 20
+#: The operations the workload runs, each with the unit of its throughput.
+REPORTS = {
+    "matvec_q8_0": ("matvec_q8_0", "GB/s"),
+    "router_topk": ("router_topk", "tokens/s"),
+    "router_topk_prompt": ("router_topk", "tokens/s"),
+    "topk": ("topk", "cells/s"),
+    "prompt_gemm": ("prompt_gemm", "GFLOP/s"),
+}
+
+
+class Kernels(Protocol):
+    """The operations a backend runs, each with the variant the plan chose."""
+
+    def matvec_q8_0(self, qs: Any, d: Any, xq: Any, xd: Any) -> np.ndarray: ...
+    def router_topk(self, logits: Any, k: int, variant: str) -> tuple[np.ndarray, np.ndarray]: ...
+    def topk(self, scores: Any, k: int, variant: str) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+class Reference(Protocol):
+    """What results are checked against: the same operations, without variants."""
+
+    def matvec_q8_0(self, qs: Any, d: Any, xq: Any, xd: Any) -> np.ndarray: ...
+    def router_topk(self, logits: Any, k: int) -> tuple[np.ndarray, np.ndarray]: ...
+    def topk(self, scores: Any, k: int) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+class Gemm(Protocol):
+    """The prompt GEMM over one weight matrix: a call per solution, and its own reference."""
+
+    tolerance: float
+
+    def __call__(self, x: np.ndarray, solution: str = ...) -> np.ndarray: ...
+    def expected(self, x: np.ndarray) -> np.ndarray: ...
+
+
+@attrs.frozen
+class Call:
+    """One kernel call of the workload: its step, the report it counts in, its inputs."""
+
+    step: str
+    report: str
+    inputs: tuple[Any, ...]
+
+    @property
+    def op(self) -> str:
+        return REPORTS[self.report][0]
+
+
+@attrs.frozen
+class Inputs:
+    """The weights and every call of a run, made from the profile and the seed."""
+
+    workload: Workload
+    qs: np.ndarray
+    d: np.ndarray
+    w: np.ndarray
+    calls: tuple[Call, ...]
+
+
+def make_inputs(workload: Workload, seed: int = 0) -> Inputs:
+    rng = np.random.default_rng(seed)
+    w = workload
+    qs, d = q8.quantize_rows(rng.standard_normal((w.ffn, w.hidden), dtype=np.float32))
+    gemm_w = rng.standard_normal((w.hidden, w.ffn), dtype=np.float32)
+    calls: list[Call] = []
+
+    def scores() -> np.ndarray:
+        return rng.standard_normal(w.context_cells, dtype=np.float32)
+
+    def logits(tokens: int) -> np.ndarray:
+        return rng.standard_normal((tokens, w.experts), dtype=np.float32)
+
+    for step in range(w.decode_steps):
+        name = f"decode step {step + 1}"
+        xq, xd = q8.quantize_vector(rng.standard_normal(w.hidden, dtype=np.float32))
+        calls.append(Call(name, "matvec_q8_0", (xq, xd)))
+        calls.append(Call(name, "router_topk", (logits(1),)))
+        calls.append(Call(name, "topk", (scores(),)))
+    for step in range(w.prompt_steps):
+        name = f"prompt step {step + 1}"
+        x = rng.standard_normal((w.prompt_tokens, w.hidden), dtype=np.float32)
+        calls.append(Call(name, "prompt_gemm", (x,)))
+        calls.append(Call(name, "router_topk_prompt", (logits(w.prompt_tokens),)))
+        calls.append(Call(name, "topk", (scores(),)))
+    return Inputs(workload, qs, d, gemm_w, tuple(calls))
+
+
+def wall_clock(call: Callable[[], Any]) -> tuple[Any, float]:
+    start = time.perf_counter()
+    result = call()
+    return result, time.perf_counter() - start
+
+
+def execute(
+    kernels: Kernels,
+    gemm: Gemm,
+    clock: Callable[[Callable[[], Any]], tuple[Any, float]],
+    inputs: Inputs,
+    choices: Mapping[str, KernelChoice],
+    dispatch: TunedDispatch,
+    progress: TextIO | None = None,
+) -> list[tuple[Any, float]]:
+    """Every call's result and seconds, in order; nothing is checked here."""
+    w = inputs.workload
+    gemm_key = (w.prompt_tokens, w.ffn, w.hidden, "f32", "prompt")
+    steps = w.decode_steps + w.prompt_steps
+    done: list[tuple[Any, float]] = []
+    for call in inputs.calls:
+        variant = choices[call.op].variant
+        run: Callable[[], Any]
+        if call.op == "matvec_q8_0":
+            run = partial(kernels.matvec_q8_0, inputs.qs, inputs.d, *call.inputs)
+        elif call.op == "router_topk":
+            run = partial(kernels.router_topk, call.inputs[0], w.experts_per_token, variant)
+        elif call.op == "topk":
+            run = partial(kernels.topk, call.inputs[0], w.cells_kept, variant)
+        else:
+            run = partial(dispatch.launch, gemm_key, partial(gemm, call.inputs[0]))
+        done.append(clock(run))
+        if call.op == "topk" and progress is not None and progress.isatty():
+            print(f"\rrun: step {len(done) // 3}/{steps}", end="", file=progress, flush=True)
+    if progress is not None and progress.isatty():
+        print(file=progress)
+    return done
+
+
+@attrs.define
+class KernelReport:
+    op: str
+    variant: str
+    reason: str
+    unit: str
+    seconds: list[float] = attrs.field(factory=list)
+    amount: float = 0.0  # of `unit` per call
+    bytes_read: float = 0.0  # per call
+    checked: int = 0
+
+    def as_dict(self, read_gbs: float) -> dict:
+        median = statistics.median(self.seconds)
+        bandwidth = self.bytes_read / median / GB
+        return {
+            "variant": self.variant,
+            "reason": self.reason,
+            "calls": len(self.seconds),
+            "checked": self.checked,
+            "median_ms": round(median * 1e3, 4),
+            "throughput": round(self.amount / median, 2),
+            "unit": self.unit,
+            "bandwidth_gbs": round(bandwidth, 2),
+            "bandwidth_of_read": round(bandwidth / read_gbs, 3) if read_gbs else None,
+        }
+
+
+def check(
+    inputs: Inputs,
+    results: Sequence[tuple[Any, float]],
+    choices: Mapping[str, KernelChoice],
+    reference: Reference,
+    gemm: Gemm,
+    reference_name: str,
+    trust: str,
+) -> dict[str, KernelReport]:
+    """Every result against the reference, in order, and the reports of those that pass; the
+    first that differs stops the run with the step it came from."""
+    w = inputs.workload
+    reports = {
+        name: KernelReport(name, choices[op].variant, choices[op].reason, unit)
+        for name, (op, unit) in REPORTS.items()
+    }
+    if len(results) != len(inputs.calls):
+        raise StrataError(
+            f"{trust} gave {len(results)} results for {len(inputs.calls)} calls; "
+            "it is not to be trusted here"
+        )
+    for call, (got, seconds) in zip(inputs.calls, results, strict=True):
+        if not _agrees(call, got, inputs, reference, gemm):
+            raise StrataError(
+                f"{call.op} gave a wrong result in {call.step}: it differs from "
+                f"{reference_name}; {trust} is not to be trusted here"
+            )
+        report = reports[call.report]
+        report.seconds.append(seconds)
+        report.checked += 1
+        if call.op == "router_topk":
+            report.amount = len(call.inputs[0])
+            report.bytes_read = call.inputs[0].nbytes
+    matvec = reports["matvec_q8_0"]
+    matvec.bytes_read = inputs.qs.nbytes + inputs.d.nbytes
+    matvec.amount = matvec.bytes_read / GB
+    reports["topk"].amount = w.context_cells
+    reports["topk"].bytes_read = w.context_cells * 4
+    reports["prompt_gemm"].amount = 2.0 * w.prompt_tokens * w.hidden * w.ffn / GB
+    reports["prompt_gemm"].bytes_read = 4.0 * (w.prompt_tokens * w.hidden + w.hidden * w.ffn)
+    return {name: report for name, report in reports.items() if report.seconds}
+
+
+def _agrees(call: Call, got: Any, inputs: Inputs, reference: Reference, gemm: Gemm) -> bool:
+    w = inputs.workload
+    if call.op == "matvec_q8_0":
+        want = reference.matvec_q8_0(inputs.qs, inputs.d, *call.inputs)
+        return _close(got, want, 1e-5)
+    if call.op == "router_topk":
+        want_ids, want_weights = reference.router_topk(call.inputs[0], w.experts_per_token)
+        ids, weights = got
+        return np.array_equal(ids, want_ids) and np.allclose(
+            weights, want_weights, rtol=1e-5, atol=1e-7
+        )
+    if call.op == "topk":
+        return np.array_equal(got[0], reference.topk(call.inputs[0], w.cells_kept)[0])
+    return _close(got, gemm.expected(call.inputs[0]), gemm.tolerance)
+
+
+def _close(got: Any, want: np.ndarray, tolerance: float) -> bool:
+    got = np.asarray(got)
+    return got.shape == want.shape and bool(
+        np.allclose(got, want, rtol=tolerance, atol=tolerance * np.abs(want).max())
+    )
+
+
+def read_bandwidth(read_bytes: Callable[[np.ndarray], Any], repeats: int = 5) -> float:
+    """GB/s of all threads reading a buffer larger than the caches."""
+    buffer = np.ones(BANDWIDTH_BUFFER, dtype=np.uint8)
+    read_bytes(buffer)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        read_bytes(buffer)
+        times.append(time.perf_counter() - start)
+    return buffer.nbytes / statistics.median(times) / GB
