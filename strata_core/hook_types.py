@@ -87,6 +87,14 @@ def conforms(value: Any, hint: Any) -> bool:
 
 
 def hint_name(hint: Any) -> str:
-    if isinstance(hint, type) and not typing.get_args(hint):
-        return hint.__name__
-    return str(hint).replace("typing.", "").replace("collections.abc.", "")
+    """The annotation as it reads in the hook spec: ``tuple[KernelChoice, ...]``."""
+    if hint is Ellipsis:
+        return "..."
+    if hint is None or hint is type(None):
+        return "None"
+    args = typing.get_args(hint)
+    if _is_union(hint):
+        return " | ".join(map(hint_name, args))
+    if args:
+        return f"{typing.get_origin(hint).__name__}[{', '.join(map(hint_name, args))}]"
+    return getattr(hint, "__name__", str(hint))

@@ -6,6 +6,7 @@ import pytest
 
 from strata_core.claims import assign
 from strata_core.manager import PluginManager, PluginStatus
+from strata_core.pipeline import PlanRequest, make_plan
 from strata_core.testing.distributions import write_distribution
 from strata_core.testing.sysfs import RX_7900_XTX
 
@@ -61,6 +62,20 @@ WRONG_RETURN = """
     def strata_claim_device(device):
         return 100
 """
+BAD_KERNELS = """
+    from strata_core.arch_plugin import ArchPlugin
+    from strata_core.hookspec import hookimpl
+
+    class RX6600(ArchPlugin):
+        strata_api_version = 1
+        targets = ("gfx1032",)
+
+        @hookimpl
+        def strata_select_kernels(self, device, context, switches, workload):
+            return ["matvec_q8_0"]
+
+    plugin = RX6600()
+"""
 UNKNOWN_HOOK = """
     from strata_core.hookspec import hookimpl
 
@@ -89,6 +104,7 @@ def site(tmp_path, monkeypatch):
             "raiser": "raiser_plugin",
             "wrongtype": "wrongtype_plugin",
             "typo": "typo_plugin",
+            "badkernels": "bad_kernels_plugin:plugin",
         },
         {
             "future_plugin.py": FUTURE,
@@ -96,6 +112,7 @@ def site(tmp_path, monkeypatch):
             "raiser_plugin.py": RAISES_IN_CLAIM,
             "wrongtype_plugin.py": WRONG_RETURN,
             "typo_plugin.py": UNKNOWN_HOOK,
+            "bad_kernels_plugin.py": BAD_KERNELS,
         },
     )
     monkeypatch.syspath_prepend(str(site))
@@ -108,6 +125,7 @@ def site(tmp_path, monkeypatch):
         "wrongtype_plugin",
         "typo_plugin",
         "pattern_plugin",
+        "bad_kernels_plugin",
     ):
         sys.modules.pop(name, None)
 
@@ -236,3 +254,23 @@ def test_names_that_match_no_plugin_are_reported(env):
         "STRATA_DISABLE_PLUGINS names 'gfx908'",
     ]
     assert "which matches no installed plugin (installed: " in manager.problems[0]
+
+
+def test_a_callers_wrong_argument_raises_and_blames_no_plugin(env):
+    manager = PluginManager.discover(env)
+    with pytest.raises(TypeError, match="^strata_claim_device: device must be Device, not str$"):
+        manager.claims("gfx1201")
+    with pytest.raises(TypeError, match="^strata_detect_devices takes context, not device$"):
+        manager._call("strata_detect_devices", None, device=None)
+    assert not manager.problems
+    assert all(r.status is not PluginStatus.BROKEN for r in manager.records.values())
+
+
+def test_a_plugin_that_breaks_while_the_plan_is_built_is_in_the_plans_warnings(site, env):
+    outcome = make_plan(PlanRequest(env=env, device="gfx1032"))
+    assert outcome.plan.plugin == "badkernels"
+    assert (
+        "plugin badkernels (third-party-misc 0.3) skipped: strata_select_kernels raised "
+        "PluginError: returned list, expected tuple[KernelChoice, ...]"
+    ) in outcome.plan.warnings
+    assert status(outcome.manager, "badkernels") is PluginStatus.BROKEN

@@ -188,3 +188,17 @@ def test_the_shipped_profile_loads():
     shipped = profile.load()
     assert (shipped.name, shipped.experts, shipped.experts_per_token) == ("small-moe", 128, 8)
     assert np.float32(shipped.hidden) % 32 == 0
+
+
+@pytest.mark.parametrize("where", ["environment", "run config"])
+def test_verbose_set_anywhere_prints_the_tuned_dispatch_summary(env, tmp_path, where):
+    config = tmp_path / "strata.toml"
+    config.write_text('[env]\nSTRATA_HIPBLASLT_VERBOSE = "1"\n' if where == "run config" else "")
+    extra = {"STRATA_HIPBLASLT_VERBOSE": "1"} if where == "environment" else {}
+    result = run(
+        "--profile", str(TINY), "--sysfs", str(tmp_path), "--config", str(config),
+        env=env | extra,
+    )  # fmt: skip
+    lines = result.stderr.splitlines()
+    assert "host BLAS: 40 128 256 f32 prompt -> default" in lines
+    assert lines[-1] == ("host BLAS: tuned_launches=0 fallbacks=0 default_launches=2 disabled=0")
