@@ -31,30 +31,52 @@ ENV_PREFIXES = (
     "LD_LIBRARY_PATH",
 )
 
-_read_files: set[str] = set()
-_stated_files: set[str] = set()
-_listed_dirs: set[str] = set()
-_refusals: list[str] = []
+#: The most the cache folder may hold; the least recently used answers go first.
+MAX_BYTES = 8 << 20
 
 
-def read(path: object) -> None:
-    """Record that the answer depends on this (small) file's content, or its absence."""
-    _read_files.add(os.fspath(path))
+class Recorder:
+    """Reads what an answer depends on, and remembers each read: small files by content (a
+    missing one as missing), large files by size and mtime, folders by their entries. The
+    pipeline reads every input through one recorder, so that a stored answer is checked
+    against all of them by construction."""
 
+    def __init__(self) -> None:
+        self.files: set[str] = set()
+        self.stats: set[str] = set()
+        self.dirs: set[str] = set()
+        self.refusals: list[str] = []
 
-def stated(path: object) -> None:
-    """Record that the answer depends on this (large) file's size and mtime."""
-    _stated_files.add(os.fspath(path))
+    def read_text(self, path: str | os.PathLike[str]) -> str:
+        """The file's text (OSError, UnicodeDecodeError as ``open`` raises them)."""
+        self.files.add(os.fspath(path))
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
 
+    def is_file(self, path: str | os.PathLike[str]) -> bool:
+        self.files.add(os.fspath(path))
+        return os.path.isfile(path)
 
-def listed(path: object) -> None:
-    """Record that the answer depends on which entries this directory holds."""
-    _listed_dirs.add(os.fspath(path))
+    def list_dir(self, path: str | os.PathLike[str]) -> list[str]:
+        """The folder's entries, sorted; empty where it is missing or no folder."""
+        self.dirs.add(os.fspath(path))
+        return _listing(os.fspath(path)) or []
 
+    def is_dir(self, path: str | os.PathLike[str]) -> bool:
+        self.dirs.add(os.fspath(path))
+        return os.path.isdir(path)
 
-def refuse(reason: str) -> None:
-    """This answer must not be cached (it depends on something that cannot be checked)."""
-    _refusals.append(reason)
+    def stat(self, path: str | os.PathLike[str]) -> os.stat_result | None:
+        """The file's stat, or None where it is missing; its size and mtime are recorded."""
+        self.stats.add(os.fspath(path))
+        try:
+            return os.stat(path)
+        except OSError:
+            return None
+
+    def refuse(self, reason: str) -> None:
+        """This answer must not be cached (it depends on something that cannot be checked)."""
+        self.refusals.append(reason)
 
 
 def _enabled(env: dict[str, str]) -> bool:
@@ -124,21 +146,27 @@ def lookup(argv: list[str], env: dict[str, str]) -> dict | None:
         for path, value in recorded.items():
             if probe(path) != value:
                 return None
+    try:
+        os.utime(_entry_path(key, env))
+    except OSError:
+        pass
     return entry
 
 
-def store(argv: list[str], env: dict[str, str], stdout: str, stderr: str) -> None:
+def store(
+    argv: list[str], env: dict[str, str], stdout: str, stderr: str, recorder: Recorder
+) -> None:
     """Store an answer with what it depended on; a failure to store is not an error."""
-    if not _enabled(env) or _refusals:
+    if not _enabled(env) or recorder.refusals:
         return
     key = _key(argv, env)
-    stats = _code_files() + [p for p in sys.path if p and os.path.isdir(p)] + sorted(_stated_files)
+    stats = _code_files() + [p for p in sys.path if p and os.path.isdir(p)] + sorted(recorder.stats)
     entry = {
         "key": key,
         "stdout": stdout,
         "stderr": stderr,
-        "files": {p: _content(p) for p in sorted(_read_files)},
-        "dirs": {p: _listing(p) for p in sorted(_listed_dirs)},
+        "files": {p: _content(p) for p in sorted(recorder.files)},
+        "dirs": {p: _listing(p) for p in sorted(recorder.dirs)},
         "stats": {p: _stat(p) for p in stats},
     }
     path = _entry_path(key, env)
@@ -148,5 +176,21 @@ def store(argv: list[str], env: dict[str, str], stdout: str, stderr: str) -> Non
         with open(temp, "wb") as handle:
             marshal.dump(entry, handle)
         os.replace(temp, path)
+        _evict(os.path.dirname(path))
     except OSError:
         return
+
+
+def _evict(folder: str) -> None:
+    """Remove the least recently used answers until the folder holds at most MAX_BYTES."""
+    entries = []
+    for name in os.listdir(folder):
+        if name.startswith("answer-") and name.endswith(".marshal"):
+            st = os.stat(os.path.join(folder, name))
+            entries.append((st.st_mtime_ns, st.st_size, name))
+    total = sum(size for _, size, _ in entries)
+    for _, size, name in sorted(entries):
+        if total <= MAX_BYTES:
+            break
+        os.unlink(os.path.join(folder, name))
+        total -= size

@@ -9,13 +9,14 @@ import subprocess
 import sys
 from collections.abc import Callable, Mapping
 
-from . import answer_cache
+from .answer_cache import Recorder
 
 
 def run_json_module(
-    module: str, env: Mapping[str, str], timeout_s: float, what: str
+    module: str, env: Mapping[str, str], timeout_s: float, what: str, recorder: Recorder
 ) -> tuple[dict | None, str | None]:
-    """(answer, None) or (None, one line saying what went wrong)."""
+    """(answer, None) or (None, one line saying what went wrong). An answer that failed is
+    not one to cache."""
     try:
         child = subprocess.run(
             [sys.executable, "-m", module],
@@ -25,10 +26,10 @@ def run_json_module(
             timeout=timeout_s,
         )
     except subprocess.TimeoutExpired:
-        answer_cache.refuse(f"{what} timed out")
+        recorder.refuse(f"{what} timed out")
         return None, f"{what} gave no answer within {timeout_s:g} s"
     if child.returncode != 0:
-        answer_cache.refuse(f"{what} failed")
+        recorder.refuse(f"{what} failed")
         last = (child.stderr.strip().splitlines() or ["no message"])[-1]
         return None, f"{what} failed (exit status {child.returncode}: {last})"
     try:

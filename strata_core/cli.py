@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import __version__
+from .answer_cache import Recorder
 from .context import KV_TYPES, OS_NAMES, PACKS
 from .errors import StrataError
 from .report import warn
@@ -199,7 +200,8 @@ def _detection_options(parser: argparse.ArgumentParser) -> None:
     choice.add_argument("--gpu-roles", metavar="ROLES", help="say the roles: 1=main,0=helper")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) -> int:
+    """Run one command line; ``recorder`` reads the inputs of a cacheable answer."""
     argv = list(sys.argv[1:] if argv is None else argv)
     engine: list[str] = []
     if argv[:1] == ["run"] and "--" in argv:
@@ -216,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "run":
             from .run_command import run
 
-            return run(plan_request(args, env, engine), args.json, engine)
+            return run(plan_request(args, env, recorder, engine), args.json, engine)
         if args.command == "tune":
             from .tune_command import run_tune
 
@@ -228,8 +230,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "plan":
             from .plan_command import run_plan
 
-            return run_plan(plan_request(args, env), args)
-        return _devices(plan_request(args, env), args.json)
+            return run_plan(plan_request(args, env, recorder), args)
+        return _devices(plan_request(args, env, recorder), args.json)
     except StrataError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
@@ -282,7 +284,10 @@ def _check_plugins(args: argparse.Namespace, manager: PluginManager) -> int:
 
 
 def plan_request(
-    args: argparse.Namespace, env: Mapping[str, str], engine: Sequence[str] = ()
+    args: argparse.Namespace,
+    env: Mapping[str, str],
+    recorder: Recorder | None,
+    engine: Sequence[str] = (),
 ) -> PlanRequest:
     """The request of a `plan`, `run` or `devices` command line, read once."""
     from .pipeline import PlanRequest
@@ -315,6 +320,7 @@ def plan_request(
         engine_args=tuple(engine[1:]),
         threads=getattr(args, "threads", 0),
         for_run=args.command == "run" and not engine,
+        recorder=recorder or Recorder(),
     )
 
 
@@ -323,7 +329,7 @@ def _devices(request: PlanRequest, as_json: bool) -> int:
     from .pipeline import detect
     from .report import device_dict, devices_text
 
-    _, config = run_config.find_and_load(request.config, request.env)
+    _, config = run_config.find_and_load(request.config, request.env, request.recorder)
     detected = detect(request, config)
     selection, notes = detected.selection, (*detected.found.notes, *detected.selection.notes)
     rows = [device_dict(a, selection) for a in detected.assignments]

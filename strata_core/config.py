@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 import cattrs
 
-from . import answer_cache
+from .answer_cache import Recorder
 from .errors import StrataError
 
 #: The keys of the engine's server JSON config that strata reads; the rest are the engine's.
@@ -90,28 +90,30 @@ def _converter(forbid_extra_keys: bool) -> cattrs.Converter:
     return converter
 
 
-def find(given: Path | None, env: Mapping[str, str]) -> Path | None:
+def find(
+    given: Path | None, env: Mapping[str, str], recorder: Recorder | None = None
+) -> Path | None:
     """The run config to read: the one given, else $STRATA_CONFIG, else ./strata.toml."""
     if given is not None:
         return given
     if env.get("STRATA_CONFIG"):
         return Path(env["STRATA_CONFIG"])
     default = Path("strata.toml")
-    answer_cache.read(default.resolve())
-    return default if default.is_file() else None
+    return default if (recorder or Recorder()).is_file(default.resolve()) else None
 
 
-def find_and_load(given: Path | None, env: Mapping[str, str]) -> tuple[Path | None, RunConfig]:
+def find_and_load(
+    given: Path | None, env: Mapping[str, str], recorder: Recorder | None = None
+) -> tuple[Path | None, RunConfig]:
     """The run config that :func:`find` names, read; an empty one where there is none."""
-    path = find(given, env)
-    return path, load(path) if path is not None else RunConfig()
+    path = find(given, env, recorder)
+    return path, load(path, recorder) if path is not None else RunConfig()
 
 
-def load(path: Path) -> RunConfig:
+def load(path: Path, recorder: Recorder | None = None) -> RunConfig:
     """Read a run config; ``.json`` files are the engine's server config."""
-    answer_cache.read(path.resolve())
     try:
-        text = path.read_text()
+        text = (recorder or Recorder()).read_text(path.resolve())
     except OSError as exc:
         raise StrataError(f"{path}: cannot read the run config ({exc.strerror or exc})") from None
     if path.suffix == ".json":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from . import answer_cache
+from .answer_cache import Recorder
 
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 
@@ -21,12 +21,14 @@ def this_os() -> str:
     return "windows" if sys.platform.startswith(("win", "cygwin")) else "linux"
 
 
-def ram_bytes(meminfo: Path = Path("/proc/meminfo")) -> int | None:
+def ram_bytes(recorder: Recorder, meminfo: Path = Path("/proc/meminfo")) -> int | None:
     """MemTotal, or None where /proc/meminfo is missing or unreadable. MemTotal stays
     the same until the next boot, which is what a cached answer is checked against."""
-    answer_cache.read(BOOT_ID)
+    recorder.is_file(BOOT_ID)
     try:
-        for line in meminfo.read_text().splitlines():
+        with open(meminfo) as handle:
+            text = handle.read()
+        for line in text.splitlines():
             if line.startswith("MemTotal:"):
                 return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from . import answer_cache, archdb
+from . import archdb
 from .detect.visibility import override_for, parse_override, visible_devices
 from .manager import PluginManager
 from .records import DetectionContext, Device, DeviceReport
@@ -29,7 +29,7 @@ def scan(manager: PluginManager, context: DetectionContext) -> DeviceScan:
     answers = manager.detections(context)
     for name, _ in answers:
         if not manager.records[name].builtin:
-            answer_cache.refuse(f"detector plugin {name} reads what strata cannot check")
+            context.recorder.refuse(f"detector plugin {name} reads what strata cannot check")
     reports = [r for _, d in answers for r in d.reports]
     problems = [p for _, d in answers for p in d.problems]
     notes = [n for _, d in answers for n in d.notes]

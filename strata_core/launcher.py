@@ -44,11 +44,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not cacheable:
         return run(argv)
     out, err = io.StringIO(), io.StringIO()
+    recorder = answer_cache.Recorder()
     with (
         contextlib.redirect_stdout(_Tee(sys.stdout, out)),
         contextlib.redirect_stderr(_Tee(sys.stderr, err)),
     ):
-        code = run(argv)
+        code = run(argv, recorder)
     if code == 0:
-        answer_cache.store(argv, env, out.getvalue(), err.getvalue())
+        answer_cache.store(argv, env, out.getvalue(), err.getvalue(), recorder)
     return code

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
-from . import answer_cache
+from .answer_cache import Recorder
 
 
 def _roots(env: Mapping[str, str]) -> list[str]:
@@ -24,9 +24,9 @@ def candidates(env: Mapping[str, str], variable: str, sonames: Sequence[str]) ->
     ]
 
 
-def record(env: Mapping[str, str], variable: str) -> None:
-    """Tell the answer cache what a search depends on: the loader's cache and the roots."""
-    answer_cache.read("/etc/ld.so.cache")
+def record(env: Mapping[str, str], variable: str, recorder: Recorder) -> None:
+    """Record what a search depends on: the loader's cache and the roots."""
+    recorder.is_file("/etc/ld.so.cache")
     for path in (env.get(variable), *_roots(env)):
         if path:
-            answer_cache.stated(path)
+            recorder.stat(path)

@@ -8,7 +8,6 @@ is all that a run, an engine start or a rendering needs.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import attrs
 
 from . import archdb, profile
 from . import config as run_config
+from .answer_cache import Recorder
 from .claims import Assignment, assign
 from .context import ram_bytes, this_os
 from .detect.hip_probe import candidate_paths
@@ -44,7 +44,8 @@ class PlanRequest:
 
     ``choice`` is None where the command line names no cards (the run config may);
     ``engine_args`` are the user's own engine arguments after ``run --`` (they win);
-    ``for_run`` adds what a run needs besides the plan (the host backend's tuning table).
+    ``for_run`` adds what a run needs besides the plan (the host backend's tuning table);
+    ``recorder`` reads every file the plan depends on, for the answer cache.
     """
 
     env: Mapping[str, str] = attrs.field(factory=dict)
@@ -65,6 +66,7 @@ class PlanRequest:
     engine_args: tuple[str, ...] = ()
     threads: int = 0
     for_run: bool = False
+    recorder: Recorder = attrs.field(factory=Recorder, eq=False, repr=False)
 
 
 @attrs.frozen
@@ -112,6 +114,7 @@ def detection_context(request: PlanRequest) -> DetectionContext:
         env=dict(env),
         hip_probe=hip,
         hip_timeout_s=_seconds(env, "STRATA_HIP_PROBE_TIMEOUT", 15.0),
+        recorder=request.recorder,
     )
 
 
@@ -163,8 +166,8 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
     when no AMD GPU can run."""
     from .report import device_dict
 
-    env = request.env
-    path, config = run_config.find_and_load(request.config, env)
+    env, recorder = request.env, request.recorder
+    path, config = run_config.find_and_load(request.config, env, recorder)
     chosen = chosen_plugin(request, config)
     no_gpu = None
     if request.device:
@@ -199,7 +202,7 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
         kv_streaming=request.kv_streaming
         or "--kv-resident" in parse_engine_args(config.args, {"--kv-resident"}),
         other_cards=others,
-        ram_bytes=ram_bytes(),
+        ram_bytes=ram_bytes(recorder),
         ple_table_bytes=_ple_table_bytes(request, config),
     )
     config_env = dict(config.env)
@@ -208,7 +211,7 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
             "STRATA_HIPBLASLT_TABLE", "on" if config.tuning.hipblaslt_table else "off"
         )
     user = dict(env) | parse_engine_args(request.engine_args, ENGINE_FLAGS)
-    workload = profile.load(request.profile)
+    workload = profile.load(request.profile, recorder)
     config_name = str(path) if path else "the run config"
 
     def plan_on(device: Device, plugin: str) -> Plan:
@@ -219,7 +222,7 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
     plan = plan_on(main.device, main.plugin)
     if no_gpu is None:
         dirs = search_dirs(config.exe, env, ()) + [Path(d) for d in config.tuning.dirs]
-        plan = with_tuning(plan, manager, library_versions(request, plan), dirs)
+        plan = with_tuning(plan, manager, library_versions(request, plan), dirs, recorder)
     host_plan = plan if plan.plugin == HOST else plan_on(host_device(), HOST)
     plan = attrs.evolve(
         plan,
@@ -239,7 +242,7 @@ def host_run(request: PlanRequest, host_plan: Plan) -> HostRun:
         from .host.platform import blas_version, isa_level
 
         dirs = [*search_dirs(None, request.env, ()), data_dir(request.env)]
-        tuning = decide_host(isa_level(), blas_version(), dirs)
+        tuning = decide_host(isa_level(), blas_version(), dirs, request.recorder)
     return HostRun(kernels=host_plan.kernels, isa=isa, tuning=tuning)
 
 
@@ -285,7 +288,8 @@ def library_versions(request: PlanRequest, plan: Plan) -> dict:
         )
     elif any(needed[k] and not given[k] for k in given):
         env = request.env
-        probed = versions.probe(env, _seconds(env, "STRATA_HIP_PROBE_TIMEOUT", 15.0))
+        timeout = _seconds(env, "STRATA_HIP_PROBE_TIMEOUT", 15.0)
+        probed = versions.probe(env, timeout, request.recorder)
     return {k: versions.LibraryVersion(v, "given") if v else probed[k] for k, v in given.items()}
 
 
@@ -317,12 +321,6 @@ def _check_runnable(main: Assignment, chosen: str | None) -> None:
 def _ple_table_bytes(request: PlanRequest, config: run_config.RunConfig) -> int | None:
     if request.ple_table_gib is not None:
         return int(request.ple_table_gib * GIB)
-    from . import answer_cache
-
     ple = parse_engine_args(config.args, {"--ple-gguf"}).get("--ple-gguf")
-    if ple:
-        answer_cache.stated(ple)
-    try:
-        return os.stat(ple).st_size if ple else None
-    except OSError:
-        return None
+    found = request.recorder.stat(ple) if ple else None
+    return found.st_size if found else None

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import attrs
 
 from . import archdb, packages
+from .answer_cache import Recorder
 from .archdb import SupportStatus
 from .core_switches import CONTROL_VARIABLES
 from .manager import PluginManager
@@ -211,16 +212,22 @@ def support_notes(device: Device) -> list[str]:
 
 
 def with_tuning(
-    plan: Plan, manager: PluginManager, versions: Mapping[str, LibraryVersion], dirs: list
+    plan: Plan,
+    manager: PluginManager,
+    versions: Mapping[str, LibraryVersion],
+    dirs: list,
+    recorder: Recorder,
 ) -> Plan:
     """The plan with its hipBLASLt and rocBLAS table decisions, their start lines and
     warnings. ``dirs`` are the folders searched before the plugin's own."""
     folders = [*dirs, *manager.tuning_dirs(plan.plugin, plan.device)]
     decisions = {
         "hipblaslt": decide_hipblaslt(
-            plan.device.gfx, plan.switches, versions["hipblaslt"], folders
+            plan.device.gfx, plan.switches, versions["hipblaslt"], folders, recorder
         ),
-        "rocblas": decide_rocblas(plan.device.gfx, plan.switches, versions["rocblas"], folders),
+        "rocblas": decide_rocblas(
+            plan.device.gfx, plan.switches, versions["rocblas"], folders, recorder
+        ),
     }
     return attrs.evolve(
         plan,

@@ -7,16 +7,17 @@ from pathlib import Path
 
 import cattrs
 
+from .answer_cache import Recorder
 from .errors import StrataError
 from .records import Workload
 
 DEFAULT = Path(__file__).resolve().parent / "profiles" / "default.toml"
 
 
-def load(path: Path | None = None) -> Workload:
+def load(path: Path | None = None, recorder: Recorder | None = None) -> Workload:
     path = path or DEFAULT
     try:
-        raw = tomllib.loads(path.read_text())
+        raw = tomllib.loads((recorder or Recorder()).read_text(path.resolve()))
     except OSError as exc:
         raise StrataError(f"{path}: cannot read the profile ({exc.strerror or exc})") from None
     except tomllib.TOMLDecodeError as exc:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import attrs
 
+from .answer_cache import Recorder
+
 
 @attrs.frozen
 class DetectionContext:
@@ -16,6 +18,8 @@ class DetectionContext:
     env: Mapping[str, str] = attrs.field(factory=dict)
     hip_probe: bool = True
     hip_timeout_s: float = 15.0
+    #: reads the files a detector depends on, for the answer cache
+    recorder: Recorder = attrs.field(factory=Recorder, eq=False, repr=False)
 
 
 @attrs.frozen

@@ -3,11 +3,13 @@ depended on is unchanged."""
 
 import json
 import marshal
+import os
 from functools import partial
 
 import pytest
 from cli_runner import strata_core
 
+from strata_core import answer_cache
 from strata_core.testing.sysfs import R9700, RX_7900_XTX, write_sysfs
 
 SENTINEL = "answered from the cache\n"
@@ -80,3 +82,28 @@ def test_errors_are_not_cached(tmp_path, env):
     env = env | {"STRATA_SYSFS": str(tmp_path)}
     assert run("plan", "--device", "gfx9000", env=env).returncode == 2
     assert not list((tmp_path / "answer-cache").glob("answer-*.marshal"))
+
+
+def test_a_changed_profile_is_seen(cached, tmp_path):
+    env, args, _, _ = cached
+    profile = tmp_path / "profile.toml"
+    profile.write_text('name = "p"\ncontext_cells = 100000\n')
+    with_profile = (*args, "--profile", str(profile))
+    first = json.loads(run(*with_profile, env=env).stdout)
+    assert "100000 cells" in first["kernels"]["topk"]["reason"]
+    profile.write_text('name = "p"\ncontext_cells = 200000\n')
+    again = json.loads(run(*with_profile, env=env).stdout)
+    assert "200000 cells: past 135000 the wide kernel runs" in again["kernels"]["topk"]["reason"]
+
+
+def test_the_cache_keeps_a_bounded_size_and_evicts_the_oldest(cached, tmp_path):
+    env, args, _, _ = cached
+    folder = tmp_path / "answer-cache"
+    (marked,) = folder.glob("answer-*.marshal")
+    old = folder / "answer-00000000.marshal"
+    old.write_bytes(b"x" * (answer_cache.MAX_BYTES - 1))
+    os.utime(old, (1, 1))
+    assert run(*args, "--kv", "int8", env=env).returncode == 0
+    left = set(folder.glob("answer-*.marshal"))
+    assert old not in left and marked in left and len(left) == 2
+    assert sum(p.stat().st_size for p in left) <= answer_cache.MAX_BYTES

@@ -24,10 +24,14 @@ def strata_detect_devices(context: DetectionContext) -> Detection | None:
 
 
 def run_probe(context: DetectionContext) -> Detection:
-    library_search.record(context.env, "STRATA_HIP_LIBRARY")
+    library_search.record(context.env, "STRATA_HIP_LIBRARY", context.recorder)
     env = child_environment(context.env, _owned)
     answer, problem = run_json_module(
-        "strata_core.detect.hip_probe", env, context.hip_timeout_s, "HIP runtime probe"
+        "strata_core.detect.hip_probe",
+        env,
+        context.hip_timeout_s,
+        "HIP runtime probe",
+        context.recorder,
     )
     if problem is not None:
         hint = " (STRATA_HIP_PROBE_TIMEOUT sets the limit)" if "no answer" in problem else ""

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import answer_cache, archdb
+from .. import archdb
+from ..answer_cache import Recorder
 from ..hookspec import hookimpl
 from ..records import Detection, DetectionContext, DeviceReport
 
@@ -20,29 +21,28 @@ GIB = 1 << 30
 
 @hookimpl
 def strata_detect_devices(context: DetectionContext) -> Detection:
-    return walk(context.sysfs)
+    return walk(context.sysfs, context.recorder)
 
 
-def walk(sysfs: Path) -> Detection:
+def walk(sysfs: Path, recorder: Recorder | None = None) -> Detection:
+    read = recorder or Recorder()
     nodes_dir = sysfs / NODES_DIR
-    answer_cache.listed(nodes_dir)
-    answer_cache.listed(sysfs / "class/drm")
-    if not nodes_dir.is_dir():
+    read.list_dir(sysfs / "class/drm")
+    if not read.is_dir(nodes_dir):
         return Detection(notes=(f"no KFD topology at {nodes_dir} (is the amdgpu driver loaded?)",))
     reports, problems = [], []
-    nodes = [p for p in nodes_dir.iterdir() if p.name.isdigit()]
+    nodes = [nodes_dir / name for name in read.list_dir(nodes_dir) if name.isdigit()]
     for node in sorted(nodes, key=lambda p: int(p.name)):
-        report = _read_node(sysfs, node, problems)
+        report = _read_node(sysfs, node, problems, read)
         if report is not None:
             reports.append(report)
     return Detection(reports=tuple(reports), problems=tuple(problems))
 
 
-def parse_properties(path: Path, problems: list[str]) -> dict[str, int] | None:
+def parse_properties(path: Path, problems: list[str], read: Recorder) -> dict[str, int] | None:
     """The fields of one ``properties`` file; None when it cannot be read at all."""
-    answer_cache.read(path)
     try:
-        text = path.read_text()
+        text = read.read_text(path)
     except OSError as exc:
         problems.append(f"{path}: cannot read ({exc.strerror or exc}); node skipped")
         return None
@@ -78,13 +78,12 @@ def pci_address(domain: int, location_id: int) -> str:
     )
 
 
-def _read_node(sysfs: Path, node: Path, problems: list[str]) -> DeviceReport | None:
+def _read_node(sysfs: Path, node: Path, problems: list[str], read: Recorder) -> DeviceReport | None:
     path = node / "properties"
-    answer_cache.listed(node)
-    if not path.exists():
+    if "properties" not in read.list_dir(node):
         problems.append(f"{node}: no properties file; node skipped")
         return None
-    fields = parse_properties(path, problems)
+    fields = parse_properties(path, problems, read)
     if fields is None:
         return None
     if "gfx_target_version" not in fields:
@@ -101,16 +100,16 @@ def _read_node(sysfs: Path, node: Path, problems: list[str]) -> DeviceReport | N
     if "location_id" in fields:
         pci = pci_address(fields.get("domain", 0), fields["location_id"])
     unique_id = f"{fields['unique_id']:016x}" if fields.get("unique_id") else None
-    drm = _drm_device_dir(sysfs, fields.get("drm_render_minor"), pci)
-    vram = _read_counter(drm, "mem_info_vram_total", problems)
-    gtt = _read_counter(drm, "mem_info_gtt_total", problems)
-    integrated, evidence = _integrated_evidence(gfx, drm, vram, gtt)
+    drm = _drm_device_dir(sysfs, fields.get("drm_render_minor"), pci, read)
+    vram = _read_counter(drm, "mem_info_vram_total", problems, read)
+    gtt = _read_counter(drm, "mem_info_gtt_total", problems, read)
+    integrated, evidence = _integrated_evidence(gfx, drm, vram, gtt, read)
     return DeviceReport(
         source="kfd",
         pci=pci,
         unique_id=unique_id,
         node_id=int(node.name),
-        name=_read_text(drm, "product_name"),
+        name=_read_text(drm, "product_name", read),
         gfx=gfx,
         wave_size=fields.get("wave_front_size") or None,
         vram_bytes=vram,
@@ -120,33 +119,36 @@ def _read_node(sysfs: Path, node: Path, problems: list[str]) -> DeviceReport | N
     )
 
 
-def _drm_device_dir(sysfs: Path, render_minor: int | None, pci: str | None) -> Path | None:
+def _drm_device_dir(
+    sysfs: Path, render_minor: int | None, pci: str | None, read: Recorder
+) -> Path | None:
     drm = sysfs / "class/drm"
-    if render_minor:
+    entries = read.list_dir(drm)
+    if render_minor and f"renderD{render_minor}" in entries:
         candidate = drm / f"renderD{render_minor}" / "device"
-        if candidate.is_dir():
+        if read.is_dir(candidate):
             return candidate
-    if pci is None or not drm.is_dir():
+    if pci is None:
         return None
-    for card in sorted(drm.glob("card*/device")):
-        answer_cache.read(card / "uevent")
-        if f"PCI_SLOT_NAME={pci}" in (_read_text(card, "uevent") or "").split("\n"):
+    for card in sorted(drm / e / "device" for e in entries if e.startswith("card")):
+        if f"PCI_SLOT_NAME={pci}" in (_read_text(card, "uevent", read) or "").split("\n"):
             return card
     return None
 
 
-def _read_text(directory: Path | None, name: str) -> str | None:
+def _read_text(directory: Path | None, name: str, read: Recorder) -> str | None:
     if directory is None:
         return None
-    answer_cache.read(directory / name)
     try:
-        return (directory / name).read_text().strip() or None
+        return read.read_text(directory / name).strip() or None
     except (OSError, UnicodeDecodeError):
         return None
 
 
-def _read_counter(directory: Path | None, name: str, problems: list[str]) -> int | None:
-    text = _read_text(directory, name)
+def _read_counter(
+    directory: Path | None, name: str, problems: list[str], read: Recorder
+) -> int | None:
+    text = _read_text(directory, name, read)
     if text is None:
         return None
     try:
@@ -157,15 +159,13 @@ def _read_counter(directory: Path | None, name: str, problems: list[str]) -> int
 
 
 def _integrated_evidence(
-    gfx: str, drm: Path | None, vram: int | None, gtt: int | None
+    gfx: str, drm: Path | None, vram: int | None, gtt: int | None, read: Recorder
 ) -> tuple[bool | None, str | None]:
     arch = archdb.lookup(gfx)
     if arch is not None and arch.integrated_only:
         return True, f"{gfx} exists only as an integrated GPU"
     for marker in ("board_info", "mem_info_vram_vendor"):
-        if drm is not None:
-            answer_cache.read(drm / marker)
-        if drm is not None and (drm / marker).exists():
+        if drm is not None and marker in read.list_dir(drm):
             return False, f"DRM {marker} present (amdgpu hides it on APUs)"
     if vram is not None and gtt is not None:
         if vram <= 4 * GIB and gtt >= 8 * GIB and gtt >= 4 * vram:

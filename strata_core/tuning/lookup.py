@@ -11,13 +11,15 @@ rocBLAS: ``STRATA_ROCBLAS_TUNING=<file or folder>``; otherwise on gfx103x the fi
 
 from __future__ import annotations
 
+import fnmatch
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import attrs
 
-from .. import answer_cache, archdb
+from .. import archdb
+from ..answer_cache import Recorder
 from ..resolve import Resolved
 from .tables import HIPBLASLT, HOST, ROCBLAS, Kind, Table, TableError, read
 from .versions import LibraryVersion
@@ -70,18 +72,17 @@ def _not_used(kind: Kind, reason: str) -> str:
     return f"{kind.library} tuning disabled ({reason})"
 
 
-def _load(path: Path) -> tuple[Table | None, list[str]]:
-    answer_cache.read(path)
+def _load(path: Path, recorder: Recorder) -> tuple[Table | None, list[str]]:
     try:
-        return read(path), []
+        return read(path, recorder), []
     except TableError as error:
         return None, list(error.problems)
 
 
 def _forced(
-    kind: Kind, variable: str, path: Path, gfx: str, version: LibraryVersion
+    kind: Kind, variable: str, path: Path, gfx: str, version: LibraryVersion, recorder: Recorder
 ) -> TuningDecision:
-    table, problems = _load(path)
+    table, problems = _load(path, recorder)
     if table is None:
         reason = f"{variable}={path} is refused: {problems[0]}"
         more = [f"{variable}: {p}" for p in problems]
@@ -112,9 +113,14 @@ def _forced(
 
 
 def find_table(
-    kind: Kind, arch: str, version: LibraryVersion, dirs: Sequence[Path]
+    kind: Kind,
+    arch: str,
+    version: LibraryVersion,
+    dirs: Sequence[Path],
+    recorder: Recorder | None = None,
 ) -> TuningDecision:
     """The first valid table for this architecture and version in ``dirs``."""
+    recorder = recorder or Recorder()
     if version.version is None:
         reason = (
             f"{kind.library} version unknown ({version.how}); --{kind.name} gives it for planning"
@@ -123,11 +129,10 @@ def find_table(
     name = kind.file_name(arch, version.version)
     warnings: list[str] = []
     for folder in dirs:
-        answer_cache.listed(folder)
         path = folder / name
-        if not path.is_file():
+        if name not in recorder.list_dir(folder) or not path.is_file():
             continue
-        table, problems = _load(path)
+        table, problems = _load(path, recorder)
         if table is None:
             warnings += [f"{kind.library} table refused: {p}" for p in problems]
             continue
@@ -148,10 +153,10 @@ def find_table(
         )
     others = sorted(
         {
-            p.name
+            entry
             for folder in dirs
-            if folder.is_dir()
-            for p in folder.glob(f"{arch}-{kind.name}-*.txt")
+            for entry in recorder.list_dir(folder)
+            if fnmatch.fnmatchcase(entry, f"{arch}-{kind.name}-*.txt")
         }
         - {name}
     )
@@ -165,11 +170,16 @@ def find_table(
 
 
 def decide_hipblaslt(
-    gfx: str, switches: Mapping[str, Resolved], version: LibraryVersion, dirs: Sequence[Path]
+    gfx: str,
+    switches: Mapping[str, Resolved],
+    version: LibraryVersion,
+    dirs: Sequence[Path],
+    recorder: Recorder | None = None,
 ) -> TuningDecision:
+    recorder = recorder or Recorder()
     forced = switches["STRATA_HIPBLASLT_TUNING"].value
     if forced:
-        return _forced(HIPBLASLT, "STRATA_HIPBLASLT_TUNING", Path(forced), gfx, version)
+        return _forced(HIPBLASLT, "STRATA_HIPBLASLT_TUNING", Path(forced), gfx, version, recorder)
     table_switch = switches["STRATA_HIPBLASLT_TABLE"]
     if table_switch.value != "on":
         if table_switch.value == "off":
@@ -180,25 +190,32 @@ def decide_hipblaslt(
                 "take it by default only on gfx1151; STRATA_HIPBLASLT_TABLE=on takes it"
             )
         return TuningDecision(None, False, reason, log=(_not_used(HIPBLASLT, reason),))
-    return find_table(HIPBLASLT, gfx, version, dirs)
+    return find_table(HIPBLASLT, gfx, version, dirs, recorder)
 
 
 def decide_rocblas(
-    gfx: str, switches: Mapping[str, Resolved], version: LibraryVersion, dirs: Sequence[Path]
+    gfx: str,
+    switches: Mapping[str, Resolved],
+    version: LibraryVersion,
+    dirs: Sequence[Path],
+    recorder: Recorder | None = None,
 ) -> TuningDecision:
+    recorder = recorder or Recorder()
     forced = switches["STRATA_ROCBLAS_TUNING"].value
     if forced:
-        if Path(forced).is_dir():
-            return find_table(ROCBLAS, gfx, version, [Path(forced)])
-        return _forced(ROCBLAS, "STRATA_ROCBLAS_TUNING", Path(forced), gfx, version)
+        if recorder.is_dir(forced):
+            return find_table(ROCBLAS, gfx, version, [Path(forced)], recorder)
+        return _forced(ROCBLAS, "STRATA_ROCBLAS_TUNING", Path(forced), gfx, version, recorder)
     arch = archdb.lookup(gfx)
     library = arch.table_library if arch else None
     if library != archdb.ROCBLAS:
         return TuningDecision(
             None, False, f"rocBLAS tables serve gfx103x; {gfx} uses {library or 'no table'}"
         )
-    return find_table(ROCBLAS, gfx, version, dirs)
+    return find_table(ROCBLAS, gfx, version, dirs, recorder)
 
 
-def decide_host(isa: str, version: str, dirs: Sequence[Path]) -> TuningDecision:
-    return find_table(HOST, isa, LibraryVersion(version, "this process"), dirs)
+def decide_host(
+    isa: str, version: str, dirs: Sequence[Path], recorder: Recorder | None = None
+) -> TuningDecision:
+    return find_table(HOST, isa, LibraryVersion(version, "this process"), dirs, recorder)

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import attrs
 
+from ..answer_cache import Recorder
+
 DEFAULT = "default"
 MIN_GAIN = 1.05
 DTYPES = ("bf16", "f16", "f32")
@@ -213,10 +215,10 @@ def _parse_row(
     return Row(tuple(key), solution, default_us, best_us, line)
 
 
-def read(path: Path) -> Table:
+def read(path: Path, recorder: Recorder | None = None) -> Table:
     """Read and validate a table; any problem refuses it whole."""
     try:
-        text = path.read_text()
+        text = (recorder or Recorder()).read_text(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise TableError(
             [f"{path}:1: cannot read: {getattr(exc, 'strerror', None) or exc}"]

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import attrs
 
 from .. import library_search
+from ..answer_cache import Recorder
 from ..child import child_environment, run_json_module
 from ..errors import StrataError
 
@@ -48,15 +49,19 @@ class LibraryVersion:
     how: str
 
 
-def probe(env: Mapping[str, str], timeout_s: float) -> dict[str, LibraryVersion]:
+def probe(
+    env: Mapping[str, str], timeout_s: float, recorder: Recorder | None = None
+) -> dict[str, LibraryVersion]:
     """Ask the installed hipBLASLt and rocBLAS, in a child process."""
+    recorder = recorder or Recorder()
     for variable in ("STRATA_HIPBLASLT_LIBRARY", "STRATA_ROCBLAS_LIBRARY"):
-        library_search.record(env, variable)
+        library_search.record(env, variable, recorder)
     answer, problem = run_json_module(
         "strata_core.tuning.library_probe",
         child_environment(env, lambda k: k in LIBRARY_VARIABLES),
         timeout_s,
         "library version probe",
+        recorder,
     )
     found = {}
     for library, label in (("hipblaslt", "hipBLASLt"), ("rocblas", "rocBLAS")):
