@@ -4,6 +4,7 @@ declarations and default rules from tables."""
 from __future__ import annotations
 
 import fnmatch
+import functools
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,9 +20,11 @@ PATTERN_MATCH = 50
 
 
 class ArchPlugin:
-    """Subclass it, set ``targets`` and ``wave_size``, and declare ``strata_api_version``;
-    ``switches`` are the switches only this plugin's build reads, ``rules`` its defaults.
-    The kernel library is read from ``kernels/build.json`` beside the subclass's module.
+    """Subclass it, set ``wave_size``, and declare ``strata_api_version``; ``switches`` are
+    the switches only this plugin's build reads, ``rules`` its defaults. The kernel library is
+    read from ``kernels/build.json`` beside the subclass's module, and the targets are the
+    ones the build hook's ``targets`` option named there (set ``targets`` only for a plugin
+    without a kernel build).
 
     The API version is not inherited on purpose: each plugin states the version it was
     written against, and the manager checks it.
@@ -32,23 +35,35 @@ class ArchPlugin:
     switches: ClassVar[tuple[Switch, ...]] = ()
     rules: ClassVar[tuple[Rule, ...]] = ()
 
+    @functools.cached_property
+    def carried_targets(self) -> tuple[str, ...]:
+        """``targets``, else the targets its kernel build was made for."""
+        return self.targets or self.strata_kernel_library().targets
+
     @hookimpl
     def strata_arch_targets(self) -> tuple[str, ...]:
-        return self.targets
+        return self.carried_targets
 
     @hookimpl
     def strata_claim_device(self, device: Device) -> Claim:
+        targets = self.carried_targets
+        if not targets:
+            return Claim.refuse(f"names no target: {self._no_targets()}")
         if device.wave_size is not None and device.wave_size != self.wave_size:
             return Claim.refuse(
-                f"is a wave{self.wave_size} build for {', '.join(self.targets)}; "
+                f"is a wave{self.wave_size} build for {', '.join(targets)}; "
                 f"{device.gfx} is wave{device.wave_size}"
             )
-        if device.gfx in self.targets:
+        if device.gfx in targets:
             return Claim(EXACT_MATCH, f"carries code for {device.gfx}")
-        for pattern in self.targets:
+        for pattern in targets:
             if fnmatch.fnmatchcase(device.gfx, pattern):
                 return Claim(PATTERN_MATCH, f"carries code for {pattern}")
-        return Claim.refuse(f"carries code for {', '.join(self.targets)}, not {device.gfx}")
+        return Claim.refuse(f"carries code for {', '.join(targets)}, not {device.gfx}")
+
+    def _no_targets(self) -> str:
+        problems = self.strata_kernel_library().problems
+        return problems[0] if problems else "its kernel build lists none"
 
     @property
     def package_dir(self) -> Path:

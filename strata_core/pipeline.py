@@ -18,10 +18,10 @@ from . import config as run_config
 from .answer_cache import Recorder
 from .claims import Assignment, assign
 from .context import ram_bytes, this_os
-from .detect.hip_probe import candidate_paths
 from .detect.visibility import is_runtime_variable
 from .devices import DeviceScan, device_for, scan
 from .errors import StrataError
+from .hip.binding import candidate_paths
 from .host.plugin import host_device
 from .manager import PluginManager
 from .plan import HOST, HostRun, Plan, RunSettings, build_plan, support_notes, with_tuning

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from strata_core.detect import hip
-from strata_core.detect.hip_probe import candidate_paths
+from strata_core.hip.binding import candidate_paths
 from strata_core.records import DetectionContext, DeviceReport
 
 needs_debian_hip = pytest.mark.skipif(

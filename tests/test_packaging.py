@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import strata_core
+from strata_core import archdb
 from strata_core.hip import manifest as manifest_module
 from strata_core.report import library_lines
 from strata_core.testing import fake_gpu, write_sysfs
@@ -192,3 +193,18 @@ def test_a_third_party_plugin_written_with_the_kit(wheels, tmp_path, env):
     )
     assert own_tests.returncode == 0, own_tests.stdout
     assert "5 passed" in own_tests.stdout
+
+
+def test_each_extra_brings_the_plugin_built_for_its_targets():
+    """archdb's extras (the hint a card with no plugin gets) against each plugin's build."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    for path in PLUGIN_DIRS:
+        pyproject = tomllib.loads(path.read_text())
+        name = pyproject["project"]["name"]
+        extra = next(
+            e for e, reqs in extras.items() if reqs == [f"{name}=={strata_core.__version__}"]
+        )
+        targets = pyproject["tool"]["hatch"]["build"]["hooks"]["custom"]["targets"]
+        assert archdb.EXTRAS[extra] == (name, tuple(targets)), path

@@ -7,12 +7,12 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from ..detect.hip_probe import device_facts
 from ..errors import StrataError
 from ..host._host_ffi import ffi as kernel_abi
 from ..host.q8 import check_matvec_shapes
 from ..records import KernelLibrary
 from . import abi, code_object
+from .binding import device_facts
 from .runtime import HipRuntime
 
 ABI_VERSION = kernel_abi.integer_const("STRATA_KERNEL_ABI_VERSION")

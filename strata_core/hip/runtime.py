@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..detect.hip_probe import HIP_ERROR_NO_DEVICE, HIP_SUCCESS, open_runtime
 from ..errors import StrataError
+from .binding import HIP_ERROR_NO_DEVICE, HIP_SUCCESS, open_runtime
 
 HIP_LAUNCH_PARAM_BUFFER_POINTER = 0x01
 HIP_LAUNCH_PARAM_BUFFER_SIZE = 0x02

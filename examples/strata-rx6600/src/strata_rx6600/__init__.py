@@ -18,7 +18,6 @@ UNVALIDATED = (
 
 class RX6600(ArchPlugin):
     strata_api_version = 1
-    targets = ("gfx1032",)
     wave_size = 32
     rules = (
         Rule(

@@ -12,10 +12,10 @@ F16_TIP = (
 
 
 class RDNA2(ArchPlugin):
-    """Targets and wave size: AMD_HIP.md "Supported cards" and "RDNA2 (gfx1030)"."""
+    """Wave size: AMD_HIP.md "Supported cards" and "RDNA2 (gfx1030)"; the targets are
+    the build's (pyproject.toml)."""
 
     strata_api_version = 1
-    targets = ("gfx1030", "gfx1031")
     wave_size = 32
     rules = (
         Rule(

@@ -4,10 +4,10 @@ from strata_core.arch_plugin import ArchPlugin
 
 
 class RDNA3(ArchPlugin):
-    """Targets and wave size: AMD_HIP.md "Supported cards" and "Community-validated cards"."""
+    """Wave size: AMD_HIP.md "Supported cards" and "Community-validated cards"; the targets are
+    the build's (pyproject.toml)."""
 
     strata_api_version = 1
-    targets = ("gfx1100", "gfx1101", "gfx1102")
     wave_size = 32
 
 

@@ -10,10 +10,10 @@ DECODE = "(AMD_HIP.md, RDNA4: Decode)"
 
 
 class RDNA4(ArchPlugin):
-    """Targets and wave size: AMD_HIP.md "Supported cards" and "RDNA4 (gfx1201)"."""
+    """Wave size: AMD_HIP.md "Supported cards" and "RDNA4 (gfx1201)"; the targets are
+    the build's (pyproject.toml)."""
 
     strata_api_version = 1
-    targets = ("gfx1200", "gfx1201")
     wave_size = 32
     # fmt: off
     rules = (

@@ -19,10 +19,10 @@ PROMPT_SET_DEFAULT = (("gfx1103", "linux"),)
 
 
 class IntegratedGPU(ArchPlugin):
-    """Targets and wave size: AMD_HIP.md "Supported cards" and "Integrated GPUs"."""
+    """Wave size: AMD_HIP.md "Supported cards" and "Integrated GPUs"; the targets are
+    the build's (pyproject.toml)."""
 
     strata_api_version = 1
-    targets = ("gfx1103", "gfx1150", "gfx1151", "gfx1152")
     wave_size = 32
     # fmt: off
     rules = (
