@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
-import sys
+import inspect
 from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
@@ -67,7 +67,7 @@ class ArchPlugin:
 
     @property
     def package_dir(self) -> Path:
-        return Path(sys.modules[type(self).__module__].__file__).parent
+        return Path(inspect.getfile(type(self))).parent
 
     @hookimpl
     def strata_tuning_dirs(self, device: Device) -> tuple[Path, ...]:

@@ -12,11 +12,15 @@ from collections.abc import Callable, Mapping
 from .answer_cache import Recorder
 
 
+class ChildFailed(Exception):
+    """The child gave no answer; the message says why in one line."""
+
+
 def run_json_module(
     module: str, env: Mapping[str, str], timeout_s: float, what: str, recorder: Recorder
-) -> tuple[dict | None, str | None]:
-    """(answer, None) or (None, one line saying what went wrong). An answer that failed is
-    not one to cache."""
+) -> dict:
+    """The child's JSON answer; ChildFailed, with one line saying what went wrong, when it
+    gave none (and then the command's answer is not one to cache)."""
     try:
         child = subprocess.run(
             [sys.executable, "-m", module],
@@ -27,15 +31,18 @@ def run_json_module(
         )
     except subprocess.TimeoutExpired:
         recorder.refuse(f"{what} timed out")
-        return None, f"{what} gave no answer within {timeout_s:g} s"
+        raise ChildFailed(f"{what} gave no answer within {timeout_s:g} s") from None
     if child.returncode != 0:
         recorder.refuse(f"{what} failed")
         last = (child.stderr.strip().splitlines() or ["no message"])[-1]
-        return None, f"{what} failed (exit status {child.returncode}: {last})"
+        raise ChildFailed(f"{what} failed (exit status {child.returncode}: {last})")
     try:
-        return json.loads(child.stdout), None
+        answer = json.loads(child.stdout)
     except json.JSONDecodeError:
-        return None, f"{what} printed no JSON"
+        answer = None
+    if not isinstance(answer, dict):
+        raise ChildFailed(f"{what} printed no JSON object")
+    return answer
 
 
 def child_environment(overrides: Mapping[str, str], owned: Callable[[str], bool]) -> dict:

@@ -91,7 +91,7 @@ class _Checker:
                 yield f"lists {target} among its targets but does not claim it: {why}"
             elif target not in covered and claimed:
                 yield f"claims {target}, which is not among its targets {', '.join(targets)}"
-            if target in covered and claimed:
+            if target in covered and claimed and device.wave_size is not None:
                 other = device_for(target, wave_size=96 - device.wave_size)
                 if (c := self._claim(other)) and c.score > 0:
                     yield (

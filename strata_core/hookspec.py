@@ -59,6 +59,7 @@ def strata_arch_targets() -> tuple[str, ...]:
     Used for listing and for the hint given when no plugin runs a device. Must be cheap:
     no native code, no numpy.
     """
+    raise NotImplementedError  # a spec: plugins implement it
 
 
 @hookspec
@@ -88,6 +89,7 @@ def strata_declare_switches() -> tuple[Switch, ...]:
     - ``Switch.values`` lists every value the engine accepts, so that anything else set
       by the user can be warned about (and kept: a user's value is never changed).
     """
+    raise NotImplementedError  # a spec: plugins implement it
 
 
 @hookspec

@@ -7,6 +7,7 @@ import io
 import os
 import sys
 from collections.abc import Sequence
+from typing import TextIO
 
 from . import answer_cache
 
@@ -14,7 +15,7 @@ CACHEABLE = ("plan", "devices")
 
 
 class _Tee(io.TextIOBase):
-    def __init__(self, *streams: io.TextIOBase) -> None:
+    def __init__(self, *streams: TextIO) -> None:
         self.streams = streams
 
     def write(self, text: str) -> int:

@@ -137,13 +137,9 @@ def device_choice(request: PlanRequest, config: run_config.RunConfig) -> DeviceC
         return request.choice
     if config.gpu is not None or config.gpu_roles:
         roles = {int(k): v for k, v in config.gpu_roles.items()}
-        single = config.gpu if isinstance(config.gpu, int) else None
-        return DeviceChoice(
-            gpu=single,
-            gpus=None if single is not None else config.gpu,
-            roles=roles,
-            source="the run config",
-        )
+        if isinstance(config.gpu, int):
+            return DeviceChoice(gpu=config.gpu, roles=roles, source="the run config")
+        return DeviceChoice(gpus=config.gpu, roles=roles, source="the run config")
     return DeviceChoice()
 
 

@@ -60,7 +60,7 @@ def parse_roles(text: str) -> dict[int, str]:
 
 def choose(assignments: Sequence[Assignment], choice: DeviceChoice) -> Selection:
     visible = {a.device.index: a for a in assignments if a.device.index is not None}
-    usable = [a for a in visible.values() if a.usable]
+    usable = {i: a for i, a in visible.items() if a.usable}
     if choice.roles:
         order = [i for i, r in choice.roles.items() if r == "helper"]
         order += [i for i, r in choice.roles.items() if r == "main"]
@@ -68,33 +68,32 @@ def choose(assignments: Sequence[Assignment], choice: DeviceChoice) -> Selection
     if choice.gpu is not None:
         return _explicit(visible, (choice.gpu,), {}, f"--gpu from {choice.source}")
     if choice.gpus == "all":
-        ranked = sorted(usable, key=lambda a: (-(a.device.vram_bytes or 0), a.device.index))
+        ranked = sorted(usable, key=lambda i: (-(usable[i].device.vram_bytes or 0), i))
         return _finish(
-            tuple(a.device.index for a in ranked),
+            tuple(ranked),
             {},
             f"every card a plugin runs, most VRAM first ({choice.source})",
             visible,
             (),
         )
-    if choice.gpus:
-        return _explicit(visible, tuple(choice.gpus), {}, f"--gpus from {choice.source}")
+    if isinstance(choice.gpus, tuple) and choice.gpus:
+        return _explicit(visible, choice.gpus, {}, f"--gpus from {choice.source}")
     return _automatic(usable, visible)
 
 
-def _automatic(usable: list[Assignment], visible: Mapping[int, Assignment]) -> Selection:
+def _automatic(usable: Mapping[int, Assignment], visible: Mapping[int, Assignment]) -> Selection:
     if not usable:
         return Selection((), {}, "no visible GPU that an installed plugin runs")
-    discrete = [a for a in usable if not a.device.integrated]
-    pool = discrete or usable
-    best = max(pool, key=lambda a: (a.device.vram_bytes or 0, -a.device.index))
+    discrete = [i for i, a in usable.items() if not a.device.integrated]
+    pool = discrete or list(usable)
+    best = max(pool, key=lambda i: (usable[i].device.vram_bytes or 0, -i))
     notes = tuple(
-        f"integrated {a.device.name} (HIP {a.device.index}, {a.device.gfx}) skipped: "
-        "a discrete card can run"
-        for a in usable
+        f"integrated {a.device.name} (HIP {i}, {a.device.gfx}) skipped: a discrete card can run"
+        for i, a in usable.items()
         if discrete and a.device.integrated
     )
     kind = "discrete card" if discrete else "integrated GPU (no discrete card can run)"
-    return _finish((best.device.index,), {}, f"the {kind} with the most VRAM", visible, notes)
+    return _finish((best,), {}, f"the {kind} with the most VRAM", visible, notes)
 
 
 def _explicit(

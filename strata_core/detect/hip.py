@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import library_search
-from ..child import child_environment, run_json_module
+from ..child import ChildFailed, child_environment, run_json_module
 from ..hookspec import hookimpl
 from ..records import Detection, DetectionContext, DeviceReport
 from .visibility import is_runtime_variable
@@ -26,14 +26,16 @@ def strata_detect_devices(context: DetectionContext) -> Detection | None:
 def run_probe(context: DetectionContext) -> Detection:
     library_search.record(context.env, "STRATA_HIP_LIBRARY", context.recorder)
     env = child_environment(context.env, _owned)
-    answer, problem = run_json_module(
-        "strata_core.detect.hip_probe",
-        env,
-        context.hip_timeout_s,
-        "HIP runtime probe",
-        context.recorder,
-    )
-    if problem is not None:
+    try:
+        answer = run_json_module(
+            "strata_core.detect.hip_probe",
+            env,
+            context.hip_timeout_s,
+            "HIP runtime probe",
+            context.recorder,
+        )
+    except ChildFailed as failed:
+        problem = str(failed)
         hint = " (STRATA_HIP_PROBE_TIMEOUT sets the limit)" if "no answer" in problem else ""
         return Detection(problems=(f"{problem}; using KFD facts only{hint}",))
     return interpret(answer)

@@ -21,7 +21,7 @@ def probe(env: dict[str, str]) -> dict:
     from ..hip._hip_ffi import ffi
 
     lib, path, tried = open_runtime(candidate_paths(env))
-    if lib is None:
+    if lib is None or path is None:
         return {"library": None, "tried": tried}
     return _query(ffi, lib, path)
 

@@ -30,7 +30,8 @@ def walk(sysfs: Path, recorder: Recorder | None = None) -> Detection:
     read.list_dir(sysfs / "class/drm")
     if not read.is_dir(nodes_dir):
         return Detection(notes=(f"no KFD topology at {nodes_dir} (is the amdgpu driver loaded?)",))
-    reports, problems = [], []
+    reports: list[DeviceReport] = []
+    problems: list[str] = []
     nodes = [nodes_dir / name for name in read.list_dir(nodes_dir) if name.isdigit()]
     for node in sorted(nodes, key=lambda p: int(p.name)):
         report = _read_node(sysfs, node, problems, read)
@@ -149,7 +150,7 @@ def _read_counter(
     directory: Path | None, name: str, problems: list[str], read: Recorder
 ) -> int | None:
     text = _read_text(directory, name, read)
-    if text is None:
+    if directory is None or text is None:
         return None
     try:
         return int(text, 0)

@@ -30,7 +30,7 @@ def open_runtime(candidates: Sequence[str]) -> tuple[Any, str | None, list[str]]
     lib and path are None when none loads."""
     from ..hip._hip_ffi import ffi
 
-    tried = []
+    tried: list[str] = []
     for path in candidates:
         try:
             return ffi.dlopen(path), path, tried

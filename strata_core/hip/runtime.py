@@ -25,9 +25,10 @@ class HipRuntime:
         from ._hip_ffi import ffi
 
         self.ffi = ffi
-        self.lib, self.path, tried = open_runtime(candidates)
-        if self.lib is None:
+        lib, path, tried = open_runtime(candidates)
+        if lib is None or path is None:
             raise StrataError(f"no HIP runtime found (tried {', '.join(tried)})")
+        self.lib, self.path = lib, path
 
     def check(self, status: int, call: str) -> None:
         if status != HIP_SUCCESS:

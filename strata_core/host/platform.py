@@ -16,7 +16,7 @@ _LEVELS = (
 )
 
 #: The host library's kernel variants, best first, by the flags each needs (strata_host.c).
-KERNEL_ISAS = (
+KERNEL_ISAS: tuple[tuple[str, set[str]], ...] = (
     ("avx512vnni", {"avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx2", "fma", "f16c"}),
     ("avxvnni", {"avx_vnni", "avx2", "fma", "f16c"}),
     ("avx2", {"avx2", "fma", "f16c"}),

@@ -88,7 +88,8 @@ def run(folder: Path) -> dict:
         return {"refused": str(failed)}
     finally:
         kernels.close()
-    np.savez(folder / RESULTS, **flatten(results))
+    arrays: dict[str, Any] = flatten(results)
+    np.savez(folder / RESULTS, **arrays)
     return {
         "card": gpu.card.name,
         "target": gpu.card.gfx,

@@ -48,13 +48,18 @@ class Reference(Protocol):
     def topk(self, scores: Any, k: int) -> tuple[np.ndarray, np.ndarray]: ...
 
 
-class Gemm(Protocol):
-    """The prompt GEMM over one weight matrix: a call per solution, and its own reference."""
+class GemmReference(Protocol):
+    """What a prompt GEMM's result is checked against, and how closely."""
 
     tolerance: float
 
-    def __call__(self, x: np.ndarray, solution: str = ...) -> np.ndarray: ...
     def expected(self, x: np.ndarray) -> np.ndarray: ...
+
+
+class Gemm(GemmReference, Protocol):
+    """The prompt GEMM over one weight matrix: a call per solution, and its own reference."""
+
+    def __call__(self, x: np.ndarray, solution: str = ...) -> np.ndarray: ...
 
 
 @attrs.frozen
@@ -180,7 +185,7 @@ def check(
     results: Sequence[tuple[Any, float]],
     choices: Mapping[str, KernelChoice],
     reference: Reference,
-    gemm: Gemm,
+    gemm: GemmReference,
     reference_name: str,
     trust: str,
 ) -> dict[str, KernelReport]:
@@ -218,7 +223,9 @@ def check(
     return {name: report for name, report in reports.items() if report.seconds}
 
 
-def _agrees(call: Call, got: Any, inputs: Inputs, reference: Reference, gemm: Gemm) -> bool:
+def _agrees(
+    call: Call, got: Any, inputs: Inputs, reference: Reference, gemm: GemmReference
+) -> bool:
     w = inputs.workload
     if call.op == "matvec_q8_0":
         want = reference.matvec_q8_0(inputs.qs, inputs.d, *call.inputs)

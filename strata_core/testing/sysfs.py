@@ -210,11 +210,11 @@ def write_sysfs(root: Path, gpus: Sequence[FakeGPU], cpu_nodes: int = 1) -> Path
     drm = root / "class/drm"
     drm.mkdir(parents=True, exist_ok=True)
     for n, gpu in enumerate(gpus):
-        node = nodes / str(cpu_nodes + n)
-        node.mkdir()
+        gpu_node = nodes / str(cpu_nodes + n)
+        gpu_node.mkdir()
         minor = 128 + n
-        (node / "properties").write_text(gpu_properties(gpu, minor))
-        (node / "name").write_text("ip discovery\n")
+        (gpu_node / "properties").write_text(gpu_properties(gpu, minor))
+        (gpu_node / "name").write_text("ip discovery\n")
         device = root / "devices/pci" / gpu.pci_address
         device.mkdir(parents=True)
         (device / "mem_info_vram_total").write_text(f"{gpu.vram_bytes}\n")

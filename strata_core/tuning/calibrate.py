@@ -99,7 +99,7 @@ def calibrate(
         run = tunable.prepare(case)
         medians, rejected = measure(run, tunable.candidates(case), repeats, check)
         default_us = round(medians[DEFAULT], 2)
-        best = min(medians, key=medians.get)
+        best = min(medians, key=medians.__getitem__)
         best_us = round(medians[best], 2)
         winner = best if best != DEFAULT and default_us / best_us >= min_gain else DEFAULT
         row = Row(case.key, winner, default_us, best_us if best_us > 0 else default_us, 0)

@@ -168,7 +168,7 @@ def _parse_row(
         return None
     values = dict(zip(kind.columns, fields, strict=True))
     bad = len(problems)
-    key = []
+    key: list[str | int] = []
     for column in kind.key:
         text = values[column]
         if column == "dtype":
@@ -210,7 +210,7 @@ def _parse_row(
                 f"{where}: '{DEFAULT}' with a best time {gain:.3f}x faster than the "
                 "default names no winner"
             )
-    if len(problems) > bad:
+    if len(problems) > bad or default_us is None or best_us is None:
         return None
     return Row(tuple(key), solution, default_us, best_us, line)
 

@@ -9,7 +9,7 @@ import attrs
 
 from .. import library_search
 from ..answer_cache import Recorder
-from ..child import child_environment, run_json_module
+from ..child import ChildFailed, child_environment, run_json_module
 from ..errors import StrataError
 
 LIBRARY_VARIABLES = (
@@ -56,18 +56,18 @@ def probe(
     recorder = recorder or Recorder()
     for variable in ("STRATA_HIPBLASLT_LIBRARY", "STRATA_ROCBLAS_LIBRARY"):
         library_search.record(env, variable, recorder)
-    answer, problem = run_json_module(
-        "strata_core.tuning.library_probe",
-        child_environment(env, lambda k: k in LIBRARY_VARIABLES),
-        timeout_s,
-        "library version probe",
-        recorder,
-    )
+    try:
+        answer = run_json_module(
+            "strata_core.tuning.library_probe",
+            child_environment(env, lambda k: k in LIBRARY_VARIABLES),
+            timeout_s,
+            "library version probe",
+            recorder,
+        )
+    except ChildFailed as failed:
+        return dict.fromkeys(("hipblaslt", "rocblas"), LibraryVersion(None, str(failed)))
     found = {}
     for library, label in (("hipblaslt", "hipBLASLt"), ("rocblas", "rocBLAS")):
-        if problem is not None:
-            found[library] = LibraryVersion(None, problem)
-            continue
         info = answer.get(library)
         if info is None:
             found[library] = LibraryVersion(None, f"no {label} library found")

@@ -50,7 +50,7 @@ class IntegratedGPU(ArchPlugin):
             f"iGPU prompt set: {' '.join(f'{n}=1' for n in names) or 'nothing left to set'}"
             f" ({device.name}, {device.gfx}, {reason})"
         )
-        kv_note = ()
+        kv_note: tuple[str, ...] = ()
         if "STRATA_HIP_WMMA" in names and context.kv not in (None, "int8"):
             kv_note = (f"STRATA_HIP_WMMA of the iGPU prompt set needs --kv int8, not {context.kv}",)
         return Defaults(defaults.values + values, log=(line,), warnings=kv_note)
