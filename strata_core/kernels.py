@@ -56,7 +56,7 @@ def attention_choice(
 ) -> KernelChoice:
     arch = archdb.lookup(device.gfx)
     wmma = switches.get("STRATA_HIP_WMMA")
-    if arch is None or not arch.wmma:
+    if arch is None or not arch.matrix_cores:
         return KernelChoice("prompt_attention", "fp32", f"{device.gfx} has no matrix cores")
     if wmma not in ("1", "auto"):
         return KernelChoice("prompt_attention", "fp32", "STRATA_HIP_WMMA is off")
@@ -89,7 +89,7 @@ def hip_choices(
     """What a HIP build of the engine runs on this device."""
     arch = archdb.lookup(device.gfx)
     dot = arch.int8_dot if arch else "v_dot4_i32_i8"
-    matrix = arch is not None and arch.wmma
+    matrix = arch is not None and arch.matrix_cores
     return (
         KernelChoice("matvec_q8_0", dot, f"{device.gfx}'s int8 dot instruction"),
         router_choice(switches),

@@ -1,3 +1,6 @@
+import cattrs
+import pytest
+
 from strata_core import archdb
 from strata_core.archdb import SupportStatus as S
 
@@ -38,7 +41,7 @@ def test_supported_cards_statuses():
 def test_instruction_facts():
     for target, arch in archdb.ARCHS.items():
         gfx11_or_12 = target.startswith(("gfx11", "gfx12"))
-        assert arch.wmma is gfx11_or_12, target
+        assert arch.matrix_cores is gfx11_or_12, target
         assert arch.int8_dot == ("v_dot4_i32_iu8" if gfx11_or_12 else "v_dot4_i32_i8"), target
         assert arch.wave_size == (64 if target == "gfx906" else 32), target
         assert arch.table_library in (archdb.HIPBLASLT, archdb.ROCBLAS, None)
@@ -60,3 +63,26 @@ def test_extras_cover_the_plugins_targets():
     assert archdb.extra_for("gfx1201") == ("rdna4", "strata-hip-rdna4")
     assert archdb.extra_for("gfx1151") == ("igpu", "strata-igpu")
     assert archdb.extra_for("gfx1032") is None
+
+
+def test_every_row_says_where_on_the_page_it_comes_from():
+    for target, arch in archdb.ARCHS.items():
+        assert target in arch.page or "gfx103x" in arch.page, target
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        "wave_size = 48\n",  # neither wave32 nor wave64
+        "wave_size = 32\nlds_kib = 64\n",  # a field the schema does not have
+    ],
+)
+def test_the_schema_refuses_a_bad_row(tmp_path, row):
+    good = (
+        '[gfx9999]\nfamily = "X"\ncards = ["X"]\nmatrix_cores = false\nint8_dot = "v"\n'
+        'integrated_only = false\nstatus = "builds by hand"\npage = "p"\n'
+    )
+    path = tmp_path / "archdb.toml"
+    path.write_text(good + row)
+    with pytest.raises((cattrs.BaseValidationError, ValueError)):
+        archdb.load(path)

@@ -112,7 +112,7 @@ def test_matrix_cores_in_the_gemm_exactly_where_the_architecture_has_them(plugin
     code = _code(plugin, target)
     gemm = _disassembly(code.path, "strata_prompt_gemm")
     uses_wmma = "v_wmma_f32_16x16x16_f16" in gemm
-    assert uses_wmma == archdb.lookup(target).wmma
+    assert uses_wmma == archdb.lookup(target).matrix_cores
     assert uses_wmma == target.startswith(("gfx11", "gfx12"))
     if not uses_wmma:
         assert "v_fma" in gemm or "v_fmac" in gemm
