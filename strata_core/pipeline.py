@@ -18,7 +18,6 @@ from . import config as run_config
 from .answer_cache import Recorder
 from .claims import Assignment, assign
 from .context import ram_bytes, this_os
-from .detect.visibility import is_runtime_variable
 from .devices import DeviceScan, device_for, scan
 from .errors import StrataError
 from .hip.binding import candidate_paths
@@ -256,7 +255,7 @@ def run_settings(
         threads=request.threads,
         kernel_library=library,
         hip_libraries=tuple(candidate_paths(dict(env))),
-        runtime_env={k: v for k, v in env.items() if is_runtime_variable(k)},
+        child_env=dict(env),
         timeout_s=_seconds(env, "STRATA_RUN_TIMEOUT", RUN_TIMEOUT_S),
     )
 

@@ -38,13 +38,14 @@ class HostRun:
 class RunSettings:
     """What `strata-core run` needs besides the decisions: the workload, host threads (0: one
     per core), and on a card the plugin's kernel library, the HIP runtimes to try in order,
-    the runtime's visibility variables, and the seconds the GPU run may take."""
+    the environment of the GPU run's child process (the one the command started with: the
+    runtime reads its visibility variables there), and the seconds that run may take."""
 
     workload: Workload
     threads: int = 0
     kernel_library: KernelLibrary | None = None
     hip_libraries: tuple[str, ...] = ()
-    runtime_env: Mapping[str, str] = attrs.field(factory=dict)
+    child_env: Mapping[str, str] = attrs.field(factory=dict)
     timeout_s: float = 600.0
 
 

@@ -21,8 +21,6 @@ from typing import Any
 import attrs
 import numpy as np
 
-from ..child import child_environment
-from ..detect.visibility import is_runtime_variable
 from ..errors import NoGpuRun, StrataError
 from ..plan import HostRun, Plan, RunSettings
 from ..records import KernelChoice
@@ -80,7 +78,7 @@ def run_on_gpu(plan: Plan) -> RunOutcome:
         try:
             child = subprocess.run(
                 [sys.executable, "-m", CHILD, folder],
-                env=child_environment(settings.runtime_env, is_runtime_variable),
+                env=dict(settings.child_env),
                 capture_output=True,
                 text=True,
                 timeout=settings.timeout_s,
