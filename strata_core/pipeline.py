@@ -43,7 +43,7 @@ class PlanRequest:
 
     ``choice`` is None where the command line names no cards (the run config may);
     ``engine_args`` are the user's own engine arguments after ``run --`` (they win);
-    ``for_run`` adds what a run needs besides the plan (the host backend's tuning table);
+    ``for_run`` adds what a run needs besides the decisions (``Plan.host``, ``Plan.run``);
     ``recorder`` reads every file the plan depends on, for the answer cache.
     """
 
@@ -171,13 +171,13 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
             manager, [named_device(request.device, request.integrated)], chosen
         )
         selection = Selection((0,), {}, "--device")
-        detection_warnings = lambda: (*manager.problems, *problems)  # noqa: E731
+        detection_problems = tuple(problems)
         others: tuple[Device, ...] = ()
         main = assignments[0]
     else:
         detected = detect(request, config)
         manager, selection = detected.manager, detected.selection
-        detection_warnings = lambda: detected.warnings  # noqa: E731
+        detection_problems = (*detected.found.problems, *detected.problems)
         if selection.indices:
             main = next(a for a in detected.assignments if a.device.index == selection.indices[-1])
         else:
@@ -188,8 +188,7 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
             for a in detected.assignments
             if a.device.visible and a.device is not main.device
         )
-    _check_runnable(main, chosen)
-    assert main.plugin is not None
+    plugin = runnable_plugin(main, chosen)
     context = RunContext(
         os=request.os or this_os(),
         kv=request.kv or parse_engine_args(config.args, {"--kv"}).get("--kv"),
@@ -214,31 +213,33 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
             manager, device, plugin, context, user, config_env, config.args, config_name, workload
         )
 
-    plan = plan_on(main.device, main.plugin)
+    plan = plan_on(main.device, plugin)
     if no_gpu is None:
         dirs = search_dirs(config.exe, env, ()) + [Path(d) for d in config.tuning.dirs]
         plan = with_tuning(plan, manager, library_versions(request, plan), dirs, recorder)
-    host_plan = plan if plan.plugin == HOST else plan_on(host_device(), HOST)
-    plan = attrs.evolve(
-        plan,
-        host=host_run(request, host_plan),
-        run=run_settings(request, manager, plan, workload),
-        warnings=(*detection_warnings(), *plan.warnings),
-    )
+    if request.for_run:
+        host_plan = plan if plugin == HOST else plan_on(host_device(), HOST)
+        plan = attrs.evolve(
+            plan,
+            host=host_run(request, host_plan),
+            run=run_settings(request, manager, plan, workload),
+        )
+    # last, so that a plugin that broke in any hook above is among them
+    plan = attrs.evolve(plan, warnings=(*manager.problems, *detection_problems, *plan.warnings))
     row = device_dict(main, selection)
     return PlanOutcome(plan, row, selection, manager, config, path, no_gpu)
 
 
 def host_run(request: PlanRequest, host_plan: Plan) -> HostRun:
-    """What the host backend runs: its kernel choices, and for a run its tuning table."""
-    isa = host_plan.kernels["matvec_q8_0"].variant
-    tuning = None
-    if request.for_run:
-        from .host.platform import blas_version, isa_level
+    """What the host backend runs: its kernel choices, instruction set and tuning table."""
+    from .host.platform import blas_version, isa_level
 
-        dirs = [*search_dirs(None, request.env, ()), data_dir(request.env)]
-        tuning = decide_host(isa_level(), blas_version(), dirs, request.recorder)
-    return HostRun(kernels=host_plan.kernels, isa=isa, tuning=tuning)
+    dirs = [*search_dirs(None, request.env, ()), data_dir(request.env)]
+    return HostRun(
+        kernels=host_plan.kernels,
+        isa=host_plan.kernels["matvec_q8_0"].variant,
+        tuning=decide_host(isa_level(), blas_version(), dirs, request.recorder),
+    )
 
 
 def run_settings(
@@ -300,7 +301,8 @@ def named_device(gfx: str, integrated: bool) -> Device:
     )
 
 
-def _check_runnable(main: Assignment, chosen: str | None) -> None:
+def runnable_plugin(main: Assignment, chosen: str | None) -> str:
+    """The plugin that runs the main card; StrataError where none may."""
     device = main.device
     if chosen and main.plugin != chosen:
         refusal = dict(main.claims).get(chosen)
@@ -311,6 +313,7 @@ def _check_runnable(main: Assignment, chosen: str | None) -> None:
     if main.plugin is None:
         notes = "".join(f"; {note}" for note in support_notes(device))
         raise StrataError(f"{device.name} ({device.gfx}, {device.family}): {main.reason}{notes}")
+    return main.plugin
 
 
 def _ple_table_bytes(request: PlanRequest, config: run_config.RunConfig) -> int | None:

@@ -27,11 +27,11 @@ DEFAULT_WORKLOAD = Workload()
 class HostRun:
     """The host backend: what runs when no card can, and what a card's results are checked
     against. ``isa`` is the instruction set its kernels run with (the matvec choice);
-    ``tuning`` the host BLAS table a run takes (decided only for a run)."""
+    ``tuning`` the host BLAS table the run takes."""
 
     kernels: Mapping[str, KernelChoice]
     isa: str
-    tuning: TuningDecision | None = None
+    tuning: TuningDecision
 
 
 @attrs.frozen
@@ -62,6 +62,7 @@ class Plan:
     extra_env: Mapping[str, str] = attrs.field(factory=dict)
     tuning: Mapping[str, TuningDecision] = attrs.field(factory=dict)
     kernels: Mapping[str, KernelChoice] = attrs.field(factory=dict)
+    #: for a run only (PlanRequest.for_run)
     host: HostRun | None = None
     run: RunSettings | None = None
 

@@ -167,10 +167,10 @@ def run_on_host(plan: Plan, log: Callable[[str], None] = print) -> RunOutcome:
     lib.set_isa(host.isa)
     threads = lib.set_threads(settings.threads)
     table = host.tuning
-    for line in table.log if table else ():
+    for line in table.log:
         log(line)
     verbose = plan.verbose("hipblaslt")
-    dispatch = TunedDispatch(table.loaded if table else None, "host BLAS", verbose=verbose)
+    dispatch = TunedDispatch(table.loaded, "host BLAS", verbose=verbose)
     read_gbs = read_bandwidth(lib.read_bytes)
     inputs = make_inputs(settings.workload)
     gemm = PromptGemm(inputs.w)
@@ -192,7 +192,7 @@ def run_on_host(plan: Plan, log: Callable[[str], None] = print) -> RunOutcome:
         "threads": threads,
         "read_bandwidth_gbs": round(read_gbs, 2),
         "workload": settings.workload.name,
-        "tuning": table.as_dict() if table else None,
+        "tuning": table.as_dict(),
     }
     headline = (
         f"host backend: {lib.path.name}, {lib.isa}, {threads} threads; DRAM read "
