@@ -20,7 +20,6 @@ from .claims import Assignment, assign
 from .context import ram_bytes, this_os
 from .devices import DeviceScan, device_for, scan
 from .errors import StrataError
-from .hip.binding import candidate_paths
 from .host.plugin import host_device
 from .manager import PluginManager
 from .plan import HOST, HostRun, Plan, RunSettings, build_plan, support_notes, with_tuning
@@ -255,10 +254,23 @@ def run_settings(
         workload=workload,
         threads=request.threads,
         kernel_library=library,
-        hip_libraries=tuple(candidate_paths(dict(env))),
+        runtime_libraries=tuple(runtime_candidates(plan.backend, env)),
         child_env=dict(env),
         timeout_s=_seconds(env, "STRATA_RUN_TIMEOUT", RUN_TIMEOUT_S),
     )
+
+
+def runtime_candidates(backend: str, env: Mapping[str, str]) -> list[str]:
+    """The libraries a GPU run of ``backend`` tries, in order; none for the host."""
+    if backend == "cuda":
+        from .cuda.driver import candidate_paths as cuda_paths
+
+        return cuda_paths(env)
+    if backend == "hip":
+        from .hip.binding import candidate_paths as hip_paths
+
+        return hip_paths(env)
+    return []
 
 
 def library_versions(request: PlanRequest, plan: Plan) -> dict:

@@ -20,6 +20,9 @@ from .tuning.versions import LibraryVersion
 
 CORE = "core"
 HOST = "host"
+#: the backend that runs a device of each vendor (AMD_HIP.md: "Setup picks --backend hip by
+#: itself on a PC with no NVIDIA card Strata can use")
+BACKENDS = {"amd": "hip", "nvidia": "cuda", "cpu": HOST}
 DEFAULT_WORKLOAD = Workload()
 
 
@@ -37,14 +40,15 @@ class HostRun:
 @attrs.frozen
 class RunSettings:
     """What `strata-core run` needs besides the decisions: the workload, host threads (0: one
-    per core), and on a card the plugin's kernel library, the HIP runtimes to try in order,
+    per core), and on a card the plugin's kernel library, the runtimes to try in order (the
+    HIP runtime's or the CUDA driver's),
     the environment of the GPU run's child process (the one the command started with: the
     runtime reads its visibility variables there), and the seconds that run may take."""
 
     workload: Workload
     threads: int = 0
     kernel_library: KernelLibrary | None = None
-    hip_libraries: tuple[str, ...] = ()
+    runtime_libraries: tuple[str, ...] = ()
     child_env: Mapping[str, str] = attrs.field(factory=dict)
     timeout_s: float = 600.0
 
@@ -65,6 +69,11 @@ class Plan:
     #: for a run only (PlanRequest.for_run)
     host: HostRun | None = None
     run: RunSettings | None = None
+
+    @property
+    def backend(self) -> str:
+        """What runs: ``hip`` on an AMD card, ``cuda`` on an NVIDIA card, else ``host``."""
+        return BACKENDS[self.device.vendor]
 
     def verbose(self, library: str) -> bool:
         """STRATA_HIPBLASLT_VERBOSE=1 / STRATA_ROCBLAS_VERBOSE=1, wherever the user set it."""

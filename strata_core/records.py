@@ -42,6 +42,7 @@ class DeviceReport:
     gtt_bytes: int | None = None
     integrated: bool | None = None
     integrated_evidence: str | None = None
+    vendor: str = "amd"
 
 
 @attrs.frozen
@@ -73,6 +74,8 @@ class Device:
     seen_by: tuple[str, ...] = ()
     override: str | None = None
     hidden_by: str | None = None
+    #: who made it: ``amd``, ``nvidia``, or ``cpu`` for the host
+    vendor: str = "amd"
 
     @property
     def visible(self) -> bool:

@@ -41,9 +41,7 @@ def start_engine(plan: Plan, env: Mapping[str, str], engine: Sequence[str]) -> i
 def report_run(plan: Plan, as_json: bool) -> int:
     from .run import run_workload
 
-    outcome = run_workload(
-        plan, HOST if plan.plugin == HOST else "hip", lambda line: print(line, file=sys.stderr)
-    )
+    outcome = run_workload(plan, plan.backend, lambda line: print(line, file=sys.stderr))
     if as_json:
         answer = {"backend": outcome.backend, **outcome.facts, "kernels": outcome.kernels}
         print(json.dumps(answer, indent=2))

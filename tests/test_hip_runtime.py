@@ -15,8 +15,9 @@ from cli_runner import strata_core
 from test_hip_probe import needs_debian_hip
 
 from strata_core.errors import StrataError
+from strata_core.gpu_runtime import Card
 from strata_core.hip import abi
-from strata_core.hip.library import VARIANTS, Card, GpuKernels, card, start_check
+from strata_core.hip.library import VARIANTS, GpuKernels, start_check
 from strata_core.hip.runtime import HipError, HipRuntime
 from strata_core.manager import PluginManager
 from strata_core.records import KernelLibrary
@@ -118,7 +119,7 @@ def test_the_launcher_packs_what_the_metadata_says(stand_in, tmp_path, monkeypat
     launches = tmp_path / "launches"
     monkeypatch.setenv("STAND_IN_LAUNCHES", str(launches))
     runtime = HipRuntime([stand_in])
-    gpu = card(runtime, 0)
+    gpu = runtime.card(0)
     assert gpu == Card(0, "AMD Radeon AI PRO R9700", "gfx1201", 32)
     kernels = GpuKernels(runtime, start_check("hip_rdna4", _library("hip_rdna4"), gpu), gpu)
     kernels.topk(np.arange(5000, dtype=np.float32), 64, "radix")
@@ -180,9 +181,9 @@ def test_run_checks_gpu_results_against_the_host(stand_in, env, tmp_path):
 
 def test_a_variant_the_kernel_library_lacks_is_one_line(stand_in):
     runtime = HipRuntime([stand_in])
-    gpu = card(runtime, 0)
+    gpu = runtime.card(0)
     kernels = GpuKernels(runtime, start_check("hip_rdna4", _library("hip_rdna4"), gpu), gpu)
-    with pytest.raises(StrataError, match=r"^the HIP kernel library has no topk variant 'heap' "):
+    with pytest.raises(StrataError, match=r"^the GPU kernel library has no topk variant 'heap' "):
         kernels.topk(np.arange(100, dtype=np.float32), 4, "heap")
     kernels.close()
 

@@ -22,6 +22,9 @@
 // The primitives below for threads on the CPU (tests/fixtures/hip_emulation.h), so that the
 // kernels' logic is tested where there is no GPU.
 #include STRATA_EMULATION
+#elif defined(__NVPTX__)
+// The same primitives for NVIDIA GPUs, as PTX (the reverse of the page's gfx906 compat layer).
+#include "strata_cuda_primitives.h"
 #else
 #define KERNEL                                                                              \
   extern "C" __attribute__((global))                                                        \
@@ -54,6 +57,8 @@ DEVICE int warp_xor(int value, int mask) {
 #endif
   return __builtin_amdgcn_ds_bpermute((int)((lane ^ mask) << 2), value);
 }
+
+DEVICE float exp_f32(float x) { return __builtin_expf(x); }
 
 DEVICE int dot4(int a, int b, int acc) {
 #if STRATA_DOT4_IU8
@@ -124,9 +129,9 @@ KERNEL void strata_matvec_q8_0(const int8_t *qs, const _Float16 *d, const int8_t
 DEVICE void router_softmax(const float *best, int k, float *weights) {
   float total = 0.0f;
   for (int j = 0; j < k; ++j)
-    total += __builtin_isfinite(best[j]) ? __builtin_expf(best[j] - best[0]) : 0.0f;
+    total += __builtin_isfinite(best[j]) ? exp_f32(best[j] - best[0]) : 0.0f;
   for (int j = 0; j < k; ++j)
-    weights[j] = (__builtin_isfinite(best[j]) ? __builtin_expf(best[j] - best[0]) : 0.0f) / total;
+    weights[j] = (__builtin_isfinite(best[j]) ? exp_f32(best[j] - best[0]) : 0.0f) / total;
 }
 
 DEVICE float nan_as_minus_inf(float value) { return value != value ? -__builtin_inff() : value; }

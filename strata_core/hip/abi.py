@@ -6,6 +6,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Mapping
 
+import attrs
+
 from .code_object import CodeObject, Kernel, KernelArg
 
 BUFFER = "buffer"
@@ -63,6 +65,9 @@ def layout_problems(code_object: CodeObject) -> list[str]:
             problems.append(f"{where}: no kernel")
             continue
         want, have = layout(operation), kernel.explicit_args
+        if not code_object.arg_kinds_known and len(want) == len(have):
+            kinds = zip(want, have, strict=True)
+            want = tuple(attrs.evolve(a, value_kind=h.value_kind) for a, h in kinds)
         if want != have:
             problems.append(
                 f"{where}: metadata lays out {_show(have)}; the launcher packs {_show(want)}"

@@ -27,6 +27,9 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 SOURCE = Path("native/hip/strata_kernels.hip")
 HEADER = Path("native/include/strata_kernels.h")
+CUDA_PRIMITIVES = Path("native/hip/strata_cuda_primitives.h")
+#: NVIDIA targets (compute capabilities) are built to PTX; every other target is AMD's.
+CUDA_PREFIX = "sm_"
 CLANG_NAMES = ("clang-21", "clang-20", "clang-19", "clang")
 
 
@@ -50,14 +53,30 @@ def clang_version(clang: str) -> tuple[str | None, str | None]:
     return done.stdout.splitlines()[0], None
 
 
+def code_object_name(target: str) -> str:
+    return f"strata_kernels-{target}.{'ptx' if target.startswith(CUDA_PREFIX) else 'hsaco'}"
+
+
 def compile_target(clang: str, native: Path, target: str, output: Path) -> str | None:
-    """Compile one code object; None on success, else the compiler's first error line."""
+    """Compile one code object (a PTX module for an NVIDIA target); None on success, else the
+    compiler's first error line."""
+    if target.startswith(CUDA_PREFIX):
+        return _run(clang, target, [
+            clang, "-x", "cuda", f"--cuda-gpu-arch={target}", "--cuda-device-only",
+            "-nocudainc", "-nocudalib", "-Wno-unknown-cuda-version", "-O3", "-std=c++17",
+            f"-I{native / HEADER.parent.relative_to('native')}",
+            "-S", str(native / SOURCE.relative_to("native")), "-o", str(output),
+        ])  # fmt: skip
     command = [
         clang, "-x", "hip", f"--offload-arch={target}", "--cuda-device-only",
         "--no-gpu-bundle-output", "-nogpulib", "-nogpuinc", "-O3", "-std=c++17",
         f"-I{native / HEADER.parent.relative_to('native')}",
         "-c", str(native / SOURCE.relative_to("native")), "-o", str(output),
     ]  # fmt: skip
+    return _run(clang, target, command)
+
+
+def _run(clang: str, target: str, command: list[str]) -> str | None:
     try:
         done = subprocess.run(command, capture_output=True, text=True)
     except OSError as exc:
@@ -82,7 +101,7 @@ class HipCodeObjects(BuildHookInterface):
     def initialize(self, version: str, build_data: dict) -> None:
         native = self._native()
         if self.target_name == "sdist":
-            for path in (SOURCE, HEADER):
+            for path in (SOURCE, HEADER, CUDA_PRIMITIVES):
                 build_data["force_include"][str(native / path.relative_to("native"))] = str(path)
             build_data["force_include"][str(Path(__file__).resolve())] = "hip_build.py"
             return
@@ -90,7 +109,7 @@ class HipCodeObjects(BuildHookInterface):
         if version == "editable":
             kernels = Path(self.root, "src", package, "kernels")
             kernels.mkdir(exist_ok=True)
-            for stale in kernels.glob("*.hsaco"):
+            for stale in [*kernels.glob("*.hsaco"), *kernels.glob("*.ptx")]:
                 stale.unlink()
         else:
             self._scratch = tempfile.TemporaryDirectory()
@@ -111,7 +130,7 @@ class HipCodeObjects(BuildHookInterface):
             manifest["compiler"] = version_line
             failures = {}
             for target in targets:
-                name = f"strata_kernels-{target}.hsaco"
+                name = code_object_name(target)
                 problem = compile_target(clang, native, target, kernels / name)
                 if problem is None:
                     manifest["code_objects"][target] = name

@@ -1,5 +1,7 @@
-"""What a HIP code object says about itself, read from its ELF without a GPU: the target, the
-ABI version and operations it exports, and each kernel's metadata (NT_AMDGPU_METADATA)."""
+"""What a GPU code object says about itself, read without a GPU: the records below, shared
+with the CUDA backend's PTX reader (strata_core.cuda.ptx), and the HIP code object reader (its
+ELF: the target, the ABI version and operations it exports, and each kernel's metadata from
+NT_AMDGPU_METADATA)."""
 
 from __future__ import annotations
 
@@ -45,6 +47,8 @@ class CodeObject:
     abi_version: int | None
     operations: tuple[str, ...]
     kernels: dict[str, Kernel]
+    #: False where the format records argument offsets and sizes but not their kinds (PTX)
+    arg_kinds_known: bool = True
 
     def kernel(self, operation: str) -> Kernel:
         return self.kernels[KERNEL_PREFIX + operation]

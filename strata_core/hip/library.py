@@ -1,19 +1,21 @@
 """A plugin's code object for one card: the start check of AMD_HIP.md ("compare each GPU
 with the architectures the binary was compiled for and require its wave size"), then the
-ABI's operations as numpy calls, launched through the HIP runtime and timed by HIP events."""
+ABI's operations as numpy calls, launched through the card's runtime (the HIP runtime or the
+CUDA driver: strata_core.gpu_runtime) and timed by its events."""
 
 from __future__ import annotations
 
-import attrs
+import re
+from pathlib import Path
+
 import numpy as np
 
 from ..errors import StrataError
+from ..gpu_runtime import Card, GpuRuntime
 from ..host._host_ffi import ffi as kernel_abi
 from ..host.q8 import check_matvec_shapes
 from ..records import KernelLibrary
 from . import abi, code_object
-from .binding import device_facts
-from .runtime import HipRuntime
 
 ABI_VERSION = kernel_abi.integer_const("STRATA_KERNEL_ABI_VERSION")
 ROUTER_MAX_K = kernel_abi.integer_const("STRATA_ROUTER_MAX_K")
@@ -39,46 +41,60 @@ def variant_code(op: str, variant: str) -> int:
     codes = VARIANTS[op]
     if variant not in codes:
         raise StrataError(
-            f"the HIP kernel library has no {op} variant {variant!r} (it has {', '.join(codes)})"
+            f"the GPU kernel library has no {op} variant {variant!r} (it has {', '.join(codes)})"
         )
     return codes[variant]
 
 
-@attrs.frozen
-class Card:
-    index: int
-    name: str
-    gfx: str
-    wave_size: int | None
+def runnable_target(library: KernelLibrary, target: str) -> str | None:
+    """The library's target whose code runs on a ``target`` device: the same one, or for an
+    NVIDIA device the newest PTX at or below its compute capability (the driver compiles
+    PTX for any newer device). None when the library has none."""
+    if target in library.code_objects:
+        return target
+    capability = _compute_capability(target)
+    older = [
+        (cc, t)
+        for t in library.code_objects
+        if (cc := _compute_capability(t)) is not None
+        and capability is not None
+        and cc <= capability
+    ]
+    return max(older)[1] if older else None
 
 
-def card(runtime: HipRuntime, index: int) -> Card:
-    facts = device_facts(runtime.ffi, runtime.lib, index)
-    return Card(
-        index,
-        facts.get("name") or f"HIP device {index}",
-        (facts.get("gcn_arch_name") or "").split(":", 1)[0],
-        facts.get("warp_size"),
-    )
+def _compute_capability(target: str) -> int | None:
+    found = re.fullmatch(r"sm_(\d+)", target)
+    return int(found.group(1)) if found else None
+
+
+def read_code(path: Path) -> code_object.CodeObject:
+    """A code object of either kind: a PTX module, or an AMDGPU ELF."""
+    if path.suffix == ".ptx":
+        from ..cuda import ptx
+
+        return ptx.read(path)
+    return code_object.read(path)
 
 
 def start_check(plugin: str, library: KernelLibrary, gpu: Card) -> code_object.CodeObject:
     """The code object that runs ``gpu``; a card the build does not cover, a wave size the
     build refuses or a code object the launcher cannot drive stops here with one line."""
-    if gpu.gfx not in library.code_objects:
+    target = runnable_target(library, gpu.gfx)
+    if target is None:
         built = ", ".join(library.code_objects) or "no architectures"
         raise StrataError(
             f"{gpu.name} is {gpu.gfx or 'an unknown architecture'}; this build of {plugin} "
             f"was compiled for {built}"
         )
-    code = code_object.read(library.code_objects[gpu.gfx])
+    code = read_code(library.code_objects[target])
     waves = code.wavefront_sizes
     if gpu.wave_size is not None and waves != {gpu.wave_size}:
         build = "/".join(f"wave{w}" for w in sorted(waves))
         raise StrataError(
             f"{plugin} is a {build} build; {gpu.name} ({gpu.gfx}) is wave{gpu.wave_size}: refused"
         )
-    problems = launch_problems(code, gpu.gfx)
+    problems = launch_problems(code, target)
     if problems:
         raise StrataError(f"{plugin}'s code object cannot be launched: {problems[0]}")
     return code
@@ -112,7 +128,7 @@ def _blocks(items: int, per_block: int) -> int:
 class GpuKernels:
     """The ABI's operations on one card; ``seconds`` is the last kernel's time on the GPU."""
 
-    def __init__(self, runtime: HipRuntime, code: code_object.CodeObject, gpu: Card) -> None:
+    def __init__(self, runtime: GpuRuntime, code: code_object.CodeObject, gpu: Card) -> None:
         self.runtime, self.code, self.gpu = runtime, code, gpu
         runtime.set_device(gpu.index)
         self.module = runtime.load_module(code.path.read_bytes(), code.path.name)
@@ -138,7 +154,7 @@ class GpuKernels:
                 pointers[name] = rt.malloc(array.nbytes)
             for name, array in inputs.items():
                 rt.upload(pointers[name], array, self.stream)
-            addresses = {n: int(rt.ffi.cast("uintptr_t", p)) for n, p in pointers.items()}
+            addresses = {n: rt.address(p) for n, p in pointers.items()}
             args = abi.pack(op, addresses | scalars, self.code.kernel(op))
             rt.record(self.start, self.stream)
             rt.launch(self.functions[op], grid, BLOCK, args, self.stream, op)

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import StrataError
-from .binding import HIP_ERROR_NO_DEVICE, HIP_SUCCESS, open_runtime
+from ..gpu_runtime import Card
+from .binding import HIP_ERROR_NO_DEVICE, HIP_SUCCESS, device_facts, open_runtime
 
 HIP_LAUNCH_PARAM_BUFFER_POINTER = 0x01
 HIP_LAUNCH_PARAM_BUFFER_SIZE = 0x02
@@ -42,6 +43,15 @@ class HipRuntime:
             return 0
         self.check(status, "hipGetDeviceCount")
         return count[0]
+
+    def card(self, index: int) -> Card:
+        facts = device_facts(self.ffi, self.lib, index)
+        return Card(
+            index,
+            facts.get("name") or f"HIP device {index}",
+            (facts.get("gcn_arch_name") or "").split(":", 1)[0],
+            facts.get("warp_size"),
+        )
 
     def set_device(self, index: int) -> None:
         self.check(self.lib.hipSetDevice(index), f"hipSetDevice({index})")
@@ -86,6 +96,9 @@ class HipRuntime:
         pointer = self.ffi.new("void **")
         self.check(self.lib.hipMalloc(pointer, max(nbytes, 1)), f"hipMalloc({nbytes})")
         return pointer[0]
+
+    def address(self, pointer) -> int:
+        return int(self.ffi.cast("uintptr_t", pointer))
 
     def free(self, pointer) -> None:
         self.check(self.lib.hipFree(pointer), "hipFree")

@@ -39,6 +39,7 @@ def host_device() -> Device:
         integrated=False,
         integrated_evidence="the host CPU",
         seen_by=(HOST_TARGET,),
+        vendor="cpu",
     )
 
 

@@ -24,6 +24,7 @@ import numpy as np
 from ..errors import NoGpuRun, StrataError
 from ..plan import HostRun, Plan, RunSettings
 from ..records import KernelChoice
+from .gpu_backend import RUNTIME_NAMES
 from .gpu_child import ANSWER, JOB, RESULTS, GpuJob, unflatten
 from .workload import check, execute, make_inputs, read_bandwidth, wall_clock
 
@@ -41,9 +42,9 @@ class RunOutcome:
 
 
 def run_workload(plan: Plan, backend: str, log: Callable[[str], None] = print) -> RunOutcome:
-    """Run ``plan``'s workload on ``backend`` (``hip`` or ``host``). ``log`` takes the lines
-    said on the way (a card that cannot run, the host table's start lines)."""
-    if backend == "hip":
+    """Run ``plan``'s workload on ``backend`` (``hip``, ``cuda`` or ``host``). ``log`` takes
+    the lines said on the way (a card that cannot run, the host table's start lines)."""
+    if backend in RUNTIME_NAMES:
         try:
             return run_on_gpu(plan)
         except NoGpuRun as why:
@@ -58,20 +59,21 @@ def _settings(plan: Plan) -> tuple[RunSettings, HostRun]:
 
 
 def _runtimes(settings: RunSettings) -> str:
-    return ", ".join(dict.fromkeys(Path(p).name for p in settings.hip_libraries))
+    return ", ".join(dict.fromkeys(Path(p).name for p in settings.runtime_libraries))
 
 
 def run_on_gpu(plan: Plan) -> RunOutcome:
     settings, host = _settings(plan)
     job = GpuJob(
+        plan.backend,
         plan.plugin,
         settings.kernel_library,
         plan.device.index,
-        settings.hip_libraries,
+        settings.runtime_libraries,
         settings.workload,
         plan.kernels,
     )
-    what = f"the GPU run (HIP runtime {_runtimes(settings)})"
+    what = f"the GPU run ({RUNTIME_NAMES[plan.backend]} {_runtimes(settings)})"
     with tempfile.TemporaryDirectory(prefix="strata-gpu-") as folder:
         where = Path(folder)
         (where / JOB).write_bytes(pickle.dumps(job))
@@ -106,8 +108,8 @@ def run_on_gpu(plan: Plan) -> RunOutcome:
 def _check_gpu(
     plan: Plan, settings: RunSettings, host: HostRun, answer: dict, results
 ) -> RunOutcome:
-    from ..hip.backend import HalfGemm
     from ..host.library import HostLibrary
+    from .gpu_backend import HalfGemm
 
     lib = HostLibrary()
     lib.set_isa(host.isa)
@@ -133,11 +135,11 @@ def _check_gpu(
     }
     headline = (
         f"GPU backend: {plan.plugin} {code.name} on {answer['card']} ({answer['target']}), "
-        f"HIP runtime {answer['runtime']}; workload {settings.workload.name}; every result "
-        "checked against the host backend"
+        f"{RUNTIME_NAMES[plan.backend]} {answer['runtime']}; workload "
+        f"{settings.workload.name}; every result checked against the host backend"
     )
     kernels = {name: r.as_dict(0.0) for name, r in reports.items()}
-    return RunOutcome("hip", facts, kernels, headline)
+    return RunOutcome(plan.backend, facts, kernels, headline)
 
 
 class HostReference:

@@ -25,9 +25,11 @@ JOB, RESULTS, ANSWER = "job.pickle", "results.npz", "answer.json"
 
 @attrs.frozen
 class GpuJob:
-    """What the child needs of the plan: the plugin, its kernel library, the card's HIP
-    number, the runtimes to try, the workload and its seed, and the kernel choices."""
+    """What the child needs of the plan: the backend (``hip`` or ``cuda``), the plugin, its
+    kernel library, the card's number, the runtimes to try, the workload and its seed, and
+    the kernel choices."""
 
+    backend: str
     plugin: str
     library: KernelLibrary | None
     index: int | None
@@ -65,13 +67,13 @@ def _part(key: str) -> int:
 
 def run(folder: Path) -> dict:
     from ..errors import NoGpuRun, StrataError
-    from ..hip.backend import GpuGemm, open_gpu
     from ..tuning.dispatch import TunedDispatch
+    from .gpu_backend import GpuGemm, open_gpu
     from .workload import execute, make_inputs
 
     job: GpuJob = pickle.loads((folder / JOB).read_bytes())
     try:
-        gpu = open_gpu(job.plugin, job.library, job.index, job.runtimes)
+        gpu = open_gpu(job.backend, job.plugin, job.library, job.index, job.runtimes)
     except NoGpuRun as why:
         return {"no_gpu": str(why)}
     except StrataError as refused:

@@ -1,5 +1,5 @@
-"""The GPU backend of `strata-core run`, as the child process runs it: the HIP runtime, the
-start check, and the plugin's code object for the card."""
+"""The GPU backend of `strata-core run`, as the child process runs it: the card's runtime (the
+HIP runtime or the CUDA driver), the start check, and the plugin's code object for the card."""
 
 from __future__ import annotations
 
@@ -9,9 +9,22 @@ import attrs
 import numpy as np
 
 from ..errors import NoGpuRun, StrataError
+from ..gpu_runtime import Card, GpuRuntime
+from ..hip.library import GpuKernels, start_check
 from ..records import KernelLibrary
-from .library import Card, GpuKernels, card, start_check
-from .runtime import HipRuntime
+
+#: the runtime each backend loads, and what a message calls it
+RUNTIME_NAMES = {"hip": "HIP runtime", "cuda": "CUDA driver"}
+
+
+def load_runtime(backend: str, candidates: Sequence[str]) -> GpuRuntime:
+    if backend == "cuda":
+        from ..cuda.driver import CudaDriver
+
+        return CudaDriver(candidates)
+    from ..hip.runtime import HipRuntime
+
+    return HipRuntime(candidates)
 
 
 class HalfGemm:
@@ -45,28 +58,28 @@ class OpenedGpu:
 
 
 def open_gpu(
+    backend: str,
     plugin: str,
     library: KernelLibrary | None,
     index: int | None,
     runtimes: Sequence[str],
 ) -> OpenedGpu:
-    """Load the first of ``runtimes`` that loads and the code object for HIP device ``index``.
-    NoGpuRun when this PC cannot run it (no code objects, no runtime, no device);
-    StrataError when the start check refuses."""
+    """Load the first of ``runtimes`` that loads (the ``backend``'s runtime) and the code
+    object for its device ``index``. NoGpuRun when this PC cannot run it (no code objects, no
+    runtime, no device); StrataError when the start check refuses."""
     if library is None or not library.code_objects:
         why = library.problems[0] if library and library.problems else "no code objects"
         raise NoGpuRun(f"{plugin} carries no code objects ({why})")
     try:
-        runtime = HipRuntime(runtimes)
+        runtime = load_runtime(backend, runtimes)
     except StrataError as exc:
         raise NoGpuRun(str(exc)) from None
+    what = f"the {RUNTIME_NAMES[backend]} {runtime.path}"
     count = runtime.device_count()
     if count == 0:
-        raise NoGpuRun(f"the HIP runtime {runtime.path} reports no device")
+        raise NoGpuRun(f"{what} reports no device")
     if index is None or index >= count:
-        raise NoGpuRun(
-            f"the HIP runtime {runtime.path} reports {count} device(s), none at index {index}"
-        )
-    gpu = card(runtime, index)
+        raise NoGpuRun(f"{what} reports {count} device(s), none at index {index}")
+    gpu = runtime.card(index)
     code = start_check(plugin, library, gpu)
     return OpenedGpu(GpuKernels(runtime, code, gpu), gpu, runtime.path)

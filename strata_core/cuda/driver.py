@@ -1,0 +1,220 @@
+"""The NVIDIA driver (libcuda.so.1) bound through cffi in ABI mode: the declarations of
+native/include/strata_cuda_driver.h, compiled into _cuda_ffi at install. It implements
+strata_core.gpu_runtime.GpuRuntime on the device's primary context."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import StrataError
+from ..gpu_runtime import Card
+from ..library_search import candidates as library_candidates
+
+SONAMES = ("libcuda.so.1",)
+CU_LAUNCH_PARAM_END = 0x00
+CU_LAUNCH_PARAM_BUFFER_POINTER = 0x01
+CU_LAUNCH_PARAM_BUFFER_SIZE = 0x02
+
+
+class CudaError(StrataError):
+    """A driver call that failed, named with the driver's own error name."""
+
+
+def candidate_paths(env: Mapping[str, str]) -> list[str]:
+    """STRATA_CUDA_LIBRARY, else libcuda.so.1 through the loader's search path."""
+    return library_candidates(env, "STRATA_CUDA_LIBRARY", SONAMES)
+
+
+def open_driver(candidates: Sequence[str]) -> tuple[Any, str | None, list[str]]:
+    """(lib, path, tried): the first of ``candidates`` that loads, initialised; lib and path
+    are None when none loads."""
+    from ._cuda_ffi import ffi
+
+    tried: list[str] = []
+    for path in candidates:
+        try:
+            return ffi.dlopen(path), path, tried
+        except OSError:
+            tried.append(path)
+    return None, None, tried
+
+
+def compute_target(major: int, minor: int) -> str:
+    return f"sm_{major}{minor}"
+
+
+def device_facts(ffi: Any, lib: Any, ordinal: int) -> dict:
+    """What the driver says of one device: name, PCI address, memory, warp size, target."""
+    facts: dict = {"index": ordinal}
+    device = ffi.new("CUdevice *")
+    if lib.cuDeviceGet(device, ordinal) != lib.CUDA_SUCCESS:
+        return facts
+    text = ffi.new("char[256]")
+    if lib.cuDeviceGetName(text, 256, device[0]) == lib.CUDA_SUCCESS:
+        facts["name"] = ffi.string(text).decode(errors="replace")
+    if lib.cuDeviceGetPCIBusId(text, 256, device[0]) == lib.CUDA_SUCCESS:
+        facts["pci"] = ffi.string(text).decode(errors="replace").lower()
+    total = ffi.new("size_t *")
+    if lib.cuDeviceTotalMem_v2(total, device[0]) == lib.CUDA_SUCCESS:
+        facts["total_mem"] = total[0]
+    value = ffi.new("int *")
+    found = {}
+    for key, attribute in (
+        ("warp_size", lib.CU_DEVICE_ATTRIBUTE_WARP_SIZE),
+        ("integrated", lib.CU_DEVICE_ATTRIBUTE_INTEGRATED),
+        ("major", lib.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+        ("minor", lib.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR),
+    ):
+        if lib.cuDeviceGetAttribute(value, attribute, device[0]) == lib.CUDA_SUCCESS:
+            found[key] = value[0]
+    if "warp_size" in found:
+        facts["warp_size"] = found["warp_size"]
+    if "integrated" in found:
+        facts["integrated"] = bool(found["integrated"])
+    if "major" in found and "minor" in found:
+        facts["target"] = compute_target(found["major"], found["minor"])
+    return facts
+
+
+class CudaDriver:
+    """The driver on one device's primary context; every call's failure is a CudaError."""
+
+    def __init__(self, candidates: Sequence[str]) -> None:
+        from ._cuda_ffi import ffi
+
+        self.ffi = ffi
+        lib, path, tried = open_driver(candidates)
+        if lib is None or path is None:
+            raise StrataError(f"no CUDA driver found (tried {', '.join(tried)})")
+        self.lib, self.path = lib, path
+        self.check(lib.cuInit(0), "cuInit")
+        self.context: Any = None
+        self.device: int | None = None
+
+    def check(self, status: int, call: str) -> None:
+        if status != self.lib.CUDA_SUCCESS:
+            name = self.ffi.new("const char **")
+            known = self.lib.cuGetErrorName(status, name) == self.lib.CUDA_SUCCESS
+            text = self.ffi.string(name[0]).decode() if known and name[0] else "unknown"
+            raise CudaError(f"{call} failed: {text} ({status}) in {self.path}")
+
+    def device_count(self) -> int:
+        count = self.ffi.new("int *")
+        status = self.lib.cuDeviceGetCount(count)
+        if status == self.lib.CUDA_ERROR_NO_DEVICE:
+            return 0
+        self.check(status, "cuDeviceGetCount")
+        return count[0]
+
+    def card(self, index: int) -> Card:
+        facts = device_facts(self.ffi, self.lib, index)
+        return Card(
+            index,
+            facts.get("name") or f"CUDA device {index}",
+            facts.get("target", ""),
+            facts.get("warp_size"),
+        )
+
+    def set_device(self, index: int) -> None:
+        device = self.ffi.new("CUdevice *")
+        self.check(self.lib.cuDeviceGet(device, index), f"cuDeviceGet({index})")
+        context = self.ffi.new("CUcontext *")
+        self.check(
+            self.lib.cuDevicePrimaryCtxRetain(context, device[0]), "cuDevicePrimaryCtxRetain"
+        )
+        self.check(self.lib.cuCtxSetCurrent(context[0]), "cuCtxSetCurrent")
+        self.context, self.device = context[0], device[0]
+
+    def load_module(self, image: bytes, name: str) -> Any:
+        module = self.ffi.new("CUmodule *")
+        text = self.ffi.new("char[]", image)  # PTX is text: the driver reads up to the NUL
+        self.check(self.lib.cuModuleLoadData(module, text), f"cuModuleLoadData({name})")
+        return module[0]
+
+    def unload_module(self, module: Any) -> None:
+        self.check(self.lib.cuModuleUnload(module), "cuModuleUnload")
+
+    def function(self, module: Any, name: str) -> Any:
+        function = self.ffi.new("CUfunction *")
+        self.check(
+            self.lib.cuModuleGetFunction(function, module, name.encode()),
+            f"cuModuleGetFunction({name})",
+        )
+        return function[0]
+
+    def launch(
+        self, function: Any, grid: int, block: int, args: bytes, stream: Any, name: str
+    ) -> None:
+        """Launch with the argument buffer packed by strata_core.hip.abi (the "extra" form)."""
+        ffi = self.ffi
+        buffer = ffi.from_buffer("char[]", args)
+        size = ffi.new("size_t *", len(args))
+        extra = ffi.new(
+            "void *[]",
+            [
+                ffi.cast("void *", CU_LAUNCH_PARAM_BUFFER_POINTER),
+                buffer,
+                ffi.cast("void *", CU_LAUNCH_PARAM_BUFFER_SIZE),
+                size,
+                ffi.cast("void *", CU_LAUNCH_PARAM_END),
+            ],
+        )
+        status = self.lib.cuLaunchKernel(
+            function, grid, 1, 1, block, 1, 1, 0, stream, ffi.NULL, extra
+        )
+        self.check(status, f"cuLaunchKernel({name})")
+
+    def malloc(self, nbytes: int) -> Any:
+        pointer = self.ffi.new("CUdeviceptr *")
+        self.check(self.lib.cuMemAlloc_v2(pointer, max(nbytes, 1)), f"cuMemAlloc({nbytes})")
+        return pointer[0]
+
+    def address(self, pointer: Any) -> int:
+        return int(pointer)
+
+    def free(self, pointer: Any) -> None:
+        self.check(self.lib.cuMemFree_v2(pointer), "cuMemFree")
+
+    def upload(self, pointer: Any, array: np.ndarray, stream: Any) -> None:
+        source = self.ffi.from_buffer("char[]", array)
+        self.check(
+            self.lib.cuMemcpyHtoDAsync_v2(pointer, source, array.nbytes, stream),
+            "cuMemcpyHtoDAsync",
+        )
+
+    def download(self, array: np.ndarray, pointer: Any, stream: Any) -> None:
+        target = self.ffi.from_buffer("char[]", array)
+        self.check(
+            self.lib.cuMemcpyDtoHAsync_v2(target, pointer, array.nbytes, stream),
+            "cuMemcpyDtoHAsync",
+        )
+
+    def stream(self) -> Any:
+        stream = self.ffi.new("CUstream *")
+        self.check(self.lib.cuStreamCreate(stream, 0), "cuStreamCreate")
+        return stream[0]
+
+    def destroy_stream(self, stream: Any) -> None:
+        self.check(self.lib.cuStreamDestroy_v2(stream), "cuStreamDestroy")
+
+    def synchronize(self, stream: Any) -> None:
+        self.check(self.lib.cuStreamSynchronize(stream), "cuStreamSynchronize")
+
+    def event(self) -> Any:
+        event = self.ffi.new("CUevent *")
+        self.check(self.lib.cuEventCreate(event, 0), "cuEventCreate")
+        return event[0]
+
+    def destroy_event(self, event: Any) -> None:
+        self.check(self.lib.cuEventDestroy_v2(event), "cuEventDestroy")
+
+    def record(self, event: Any, stream: Any) -> None:
+        self.check(self.lib.cuEventRecord(event, stream), "cuEventRecord")
+
+    def elapsed_s(self, start: Any, stop: Any) -> float:
+        ms = self.ffi.new("float *")
+        self.check(self.lib.cuEventElapsedTime(ms, start, stop), "cuEventElapsedTime")
+        return ms[0] / 1e3
