@@ -66,6 +66,7 @@ EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {
     "rdna2": ("strata-hip-rdna2", ("gfx1030", "gfx1031")),
     "gfx906": ("strata-gfx906", ("gfx906",)),
     "igpu": ("strata-igpu", ("gfx1103", "gfx1150", "gfx1151", "gfx1152")),
+    "cuda": ("strata-cuda", ("sm_80", "sm_86", "sm_89", "sm_90")),
 }
 
 
@@ -83,8 +84,14 @@ def lookup(target: str) -> Arch | None:
 
 
 def family_of(target: str) -> str:
-    """The family name of a target; a target the database lacks says so with its generation."""
+    """The family name of a target; a target the database lacks says so with its generation.
+    An NVIDIA target (sm_90) is named by its compute capability."""
     arch = lookup(target)
     if arch is not None:
         return arch.family
+    if target.startswith("sm_"):
+        digits = target.removeprefix("sm_")
+        if not digits.isdigit():
+            return "NVIDIA, compute capability unknown (no CUDA driver described it)"
+        return f"NVIDIA compute capability {digits[:-1]}.{digits[-1]}"
     return f"unknown gfx{target.removeprefix('gfx')[:-2]} family"

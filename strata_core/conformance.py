@@ -125,8 +125,7 @@ class _Checker:
                 yield f"strata_select_kernels gives a choice without a variant or reason on {where}"
 
     def _kernel_library(self, targets: tuple[str, ...]) -> Iterator[str]:
-        from .hip import code_object
-        from .hip.library import launch_problems
+        from .hip.library import launch_problems, read_code
 
         library = self.manager.kernel_libraries((self.name,)).get(self.name)
         if library is None:
@@ -139,7 +138,7 @@ class _Checker:
         yield from (f"kernel library: {problem}" for problem in library.problems)
         for target, path in library.code_objects.items():
             try:
-                code = code_object.read(path)
+                code = read_code(path)
             except StrataError as exc:
                 yield str(exc)
                 continue

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Mapping, Sequence
 
 import attrs
@@ -13,6 +15,9 @@ from .records import DetectionContext, Device, DeviceReport
 
 #: Facts where KFD (the kernel, and its DRM counters) is trusted over the HIP runtime:
 #: the physical target (HIP reports the overridden one) and memory sizes.
+#: the target of an NVIDIA card that no CUDA driver described, and a known one's form
+UNKNOWN_NVIDIA = "sm_unknown"
+NVIDIA_TARGET = r"sm_\d+"
 KERNEL_FIRST = frozenset({"gfx", "vram_bytes", "gtt_bytes", "node_id", "unique_id"})
 FIELDS = [f.name for f in attrs.fields(DeviceReport) if f.name != "source"]
 
@@ -38,7 +43,7 @@ def scan(manager: PluginManager, context: DetectionContext) -> DeviceScan:
 
 
 def _rank(source: str, field: str) -> int:
-    order = {"kfd": 0, "hip": 2}.get(source, 1)
+    order = {"kfd": 0, "pci": 0, "hip": 2, "nvidia": 2}.get(source, 1)
     return -order if field in KERNEL_FIRST else order
 
 
@@ -76,7 +81,46 @@ def merge_reports(reports: Sequence[DeviceReport]) -> list[dict]:
 def build_devices(
     reports: Sequence[DeviceReport], env: Mapping[str, str], problems: list[str]
 ) -> list[Device]:
-    merged = [m for m in merge_reports(reports) if m["gfx"]]
+    merged = merge_reports(reports)
+    nvidia = [m for m in merged if m["vendor"] == "nvidia"]
+    amd = [m for m in merged if m["vendor"] != "nvidia" and m["gfx"]]
+    return _amd_devices(amd, env, problems) + _nvidia_devices(nvidia, env)
+
+
+def _nvidia_devices(merged: list[dict], env: Mapping[str, str]) -> list[Device]:
+    """NVIDIA cards by CUDA ordinal. The driver applies CUDA_VISIBLE_DEVICES itself, so a card
+    it does not list is hidden; without a driver the cards are known by PCI only, in PCI
+    order, and what they are is unknown."""
+    asked = any(m["cuda_index"] is not None for m in merged)
+    devices = []
+    for position, facts in enumerate(sorted(merged, key=lambda m: m["pci"] or "")):
+        index, hidden_by = facts["cuda_index"], None
+        if not asked:
+            index = position
+        elif index is None:
+            hidden_by = "not listed by the CUDA driver (CUDA_VISIBLE_DEVICES, or no driver)"
+        target = facts["gfx"] or UNKNOWN_NVIDIA
+        devices.append(
+            Device(
+                index=index,
+                name=facts["name"] or f"NVIDIA GPU at {facts['pci']}",
+                gfx=target,
+                physical_gfx=target,
+                family=archdb.family_of(target),
+                wave_size=facts["wave_size"] or 32,
+                vram_bytes=facts["vram_bytes"],
+                integrated=bool(facts["integrated"]),
+                integrated_evidence=facts["integrated_evidence"] or "the CUDA driver",
+                pci=facts["pci"],
+                seen_by=facts["seen_by"],
+                hidden_by=hidden_by,
+                vendor="nvidia",
+            )
+        )
+    return devices
+
+
+def _amd_devices(merged: list[dict], env: Mapping[str, str], problems: list[str]) -> list[Device]:
     hip_indexed = any(m["hip_index"] is not None for m in merged)
     visibility = visible_devices([m["unique_id"] for m in merged], env)
     devices = []
@@ -150,8 +194,9 @@ def device_for(
 ) -> Device:
     """A card of ``gfx`` that is not in this PC, with the architecture database's facts where
     it has the target (an unknown target is wave32 unless told; an integrated-only target is
-    integrated)."""
+    integrated; an sm_* target is an NVIDIA card)."""
     arch = archdb.lookup(gfx)
+    nvidia = re.fullmatch(NVIDIA_TARGET, gfx) is not None
     if integrated is None:
         integrated = arch is not None and arch.integrated_only
     return Device(
@@ -166,4 +211,5 @@ def device_for(
         integrated_evidence=evidence
         or ("an integrated-only target" if integrated else "planned as a discrete card"),
         seen_by=seen_by,
+        vendor="nvidia" if nvidia else "amd",
     )

@@ -34,13 +34,13 @@ def topk_choice(switches: Mapping[str, str | None], cells: int) -> KernelChoice:
     return KernelChoice("topk", "heap", f"{cells} cells: the register (heap) kernel")
 
 
-def hip_topk_choice(switches: Mapping[str, str | None], cells: int) -> KernelChoice:
-    """The HIP kernel library has one top-k kernel; the reason keeps the engine's band."""
+def gpu_topk_choice(switches: Mapping[str, str | None], cells: int) -> KernelChoice:
+    """The GPU kernel library has one top-k kernel; the reason keeps the engine's band."""
     engine = topk_choice(switches, cells)
     return KernelChoice(
         "topk",
         "radix",
-        f"the HIP kernel library's one top-k kernel (a radix select) serves every band; "
+        f"the GPU kernel library's one top-k kernel (a radix select) serves every band; "
         f"the engine: {engine.reason}",
     )
 
@@ -93,7 +93,7 @@ def hip_choices(
     return (
         KernelChoice("matvec_q8_0", dot, f"{device.gfx}'s int8 dot instruction"),
         router_choice(switches),
-        hip_topk_choice(switches, workload.context_cells),
+        gpu_topk_choice(switches, workload.context_cells),
         KernelChoice(
             "prompt_gemm",
             "wmma" if matrix else "fma",

@@ -45,6 +45,8 @@ BUILTIN_PLUGINS = {
     "core": "strata_core.core_switches",
     "kfd": "strata_core.detect.kfd",
     "hip": "strata_core.detect.hip",
+    "pci": "strata_core.detect.pci",
+    "nvidia": "strata_core.detect.nvidia",
     "host": "strata_core.host.plugin",
 }
 

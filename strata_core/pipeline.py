@@ -8,6 +8,8 @@ is all that a run, an engine start or a rendering needs.
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -18,14 +20,14 @@ from . import config as run_config
 from .answer_cache import Recorder
 from .claims import Assignment, assign
 from .context import ram_bytes, this_os
-from .devices import DeviceScan, device_for, scan
+from .devices import NVIDIA_TARGET, DeviceScan, device_for, scan
 from .errors import StrataError
 from .host.plugin import host_device
 from .manager import PluginManager
 from .plan import HOST, HostRun, Plan, RunSettings, build_plan, support_notes, with_tuning
 from .records import DetectionContext, Device, RunContext, Workload
 from .resolve import parse_engine_args
-from .selection import DeviceChoice, Selection, choose
+from .selection import DeviceChoice, Selection, choose_backend
 from .tuning import versions
 from .tuning.lookup import data_dir, decide_host, search_dirs
 
@@ -105,6 +107,7 @@ def detection_context(request: PlanRequest) -> DetectionContext:
     hip = request.hip
     if hip is None:
         hip = root == Path("/sys") and env.get("STRATA_HIP_PROBE", "1") != "0"
+    cuda = env.get("STRATA_CUDA_PROBE", "1" if root == Path("/sys") else "0") != "0"
     if request.sysfs is not None and not request.sysfs.is_dir():
         raise StrataError(f"--sysfs {request.sysfs}: no such directory")
     return DetectionContext(
@@ -112,6 +115,7 @@ def detection_context(request: PlanRequest) -> DetectionContext:
         env=dict(env),
         hip_probe=hip,
         hip_timeout_s=_seconds(env, "STRATA_HIP_PROBE_TIMEOUT", 15.0),
+        cuda_probe=cuda,
         recorder=request.recorder,
     )
 
@@ -151,7 +155,7 @@ def detect(request: PlanRequest, config: run_config.RunConfig) -> Detected:
     manager = PluginManager.discover(request.env)
     found = scan(manager, context)
     assignments, problems = assign(manager, found.devices, chosen_plugin(request, config))
-    selection = choose(assignments, device_choice(request, config))
+    selection = choose_backend(assignments, device_choice(request, config))
     return Detected(manager, found, tuple(assignments), selection, tuple(problems))
 
 
@@ -178,7 +182,11 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
         manager, selection = detected.manager, detected.selection
         detection_problems = (*detected.found.problems, *detected.problems)
         if selection.indices:
-            main = next(a for a in detected.assignments if a.device.index == selection.indices[-1])
+            main = next(
+                a
+                for a in detected.assignments
+                if selection.selects(a.device) and a.device.index == selection.indices[-1]
+            )
         else:
             no_gpu = f"no AMD GPU to run on ({selection.reason}); the host backend runs"
             main = Assignment(host_device(), HOST, "host runs on the CPU")
@@ -213,7 +221,7 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
         )
 
     plan = plan_on(main.device, plugin)
-    if no_gpu is None:
+    if plan.backend == "hip":
         dirs = search_dirs(config.exe, env, ()) + [Path(d) for d in config.tuning.dirs]
         plan = with_tuning(plan, manager, library_versions(request, plan), dirs, recorder)
     if request.for_run:
@@ -302,6 +310,8 @@ def library_versions(request: PlanRequest, plan: Plan) -> dict:
 
 
 def named_device(gfx: str, integrated: bool) -> Device:
+    if re.fullmatch(NVIDIA_TARGET, gfx):
+        return device_for(gfx, seen_by=("--device",))
     arch = archdb.lookup(gfx)
     if arch is None:
         raise StrataError(f"--device {gfx}: not a target strata knows ({', '.join(archdb.ARCHS)})")

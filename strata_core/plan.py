@@ -162,7 +162,7 @@ def build_plan(
     warnings += problems
     warnings += _undeclared(manager, user, config_env, switches, config_name, plugin)
     package = None
-    if device.gfx != HOST:
+    if BACKENDS[device.vendor] == "hip":
         package = packages.package_for(device.gfx, context.os)
         if package is None:
             warnings.append(packages.refusal(device, context.os))

@@ -17,7 +17,9 @@ class DetectionContext:
     sysfs: Path = Path("/sys")
     env: Mapping[str, str] = attrs.field(factory=dict)
     hip_probe: bool = True
+    #: the seconds each probe (HIP runtime, CUDA driver) may take
     hip_timeout_s: float = 15.0
+    cuda_probe: bool = False
     #: reads the files a detector depends on, for the answer cache
     recorder: Recorder = attrs.field(factory=Recorder, eq=False, repr=False)
 
@@ -35,6 +37,7 @@ class DeviceReport:
     unique_id: str | None = None
     node_id: int | None = None
     hip_index: int | None = None
+    cuda_index: int | None = None
     name: str | None = None
     gfx: str | None = None
     wave_size: int | None = None

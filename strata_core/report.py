@@ -94,8 +94,10 @@ def device_dict(assignment: Assignment, selection: Selection) -> dict:
         "status": arch.status.value if arch else "not in the architecture database",
         "usable": assignment.usable,
         "reason": f"hidden by {d.hidden_by}" if d.hidden_by else assignment.reason,
-        "selected": d.index is not None and d.index in selection.indices,
-        "role": selection.roles.get(d.index) if d.index is not None else None,
+        "selected": selection.selects(d),
+        "role": selection.roles.get(d.index)
+        if d.index is not None and selection.selects(d)
+        else None,
         "override": d.override,
         "seen_by": list(d.seen_by),
     }
@@ -163,7 +165,8 @@ def plan_dict(plan, device_row: dict, selected: Sequence[int]) -> dict:
 def plan_text(plan, device_row: dict) -> str:
     d = plan.device
     kind = "integrated" if d.integrated else "discrete"
-    where = "" if d.index is None else f"HIP {d.index}: "
+    numbering = "CUDA" if d.vendor == "nvidia" else "HIP"
+    where = "" if d.index is None else f"{numbering} {d.index}: "
     lines = [
         f"plan for {where}{d.name} ({d.gfx}, {d.family}, {kind}) on {plan.context.os.capitalize()}",
         f"plugin: {device_row['reason']}",

@@ -8,6 +8,7 @@ import attrs
 
 from .claims import Assignment
 from .errors import StrataError
+from .records import Device
 
 ROLES = ("main", "helper")
 
@@ -30,6 +31,11 @@ class Selection:
     roles: Mapping[int, str]
     reason: str
     notes: tuple[str, ...] = ()
+    #: whose numbers ``indices`` are: ``amd`` (HIP numbers) or ``nvidia`` (CUDA ordinals)
+    vendor: str = "amd"
+
+    def selects(self, device: Device) -> bool:
+        return device.vendor == self.vendor and device.index in self.indices
 
 
 def parse_gpus(text: str) -> tuple[int, ...] | str:
@@ -56,6 +62,29 @@ def parse_roles(text: str) -> dict[int, str]:
     if list(roles.values()).count("main") != 1:
         raise StrataError(f"--gpu-roles {text}: name exactly one main card")
     return roles
+
+
+def backend_vendor(assignments: Sequence[Assignment]) -> str:
+    """``nvidia`` where a visible NVIDIA card that a plugin runs is present, else ``amd``
+    (AMD_HIP.md: "Setup picks --backend hip by itself on a PC with no NVIDIA card Strata can
+    use. ... mixed AMD/NVIDIA runs are not supported")."""
+    nvidia = any(a.usable and a.device.vendor == "nvidia" for a in assignments)
+    return "nvidia" if nvidia else "amd"
+
+
+def choose_backend(assignments: Sequence[Assignment], choice: DeviceChoice) -> Selection:
+    """The cards of the backend's vendor that a run uses; the other vendor's usable cards are
+    named in the notes, unused."""
+    vendor = backend_vendor(assignments)
+    selection = choose([a for a in assignments if a.device.vendor == vendor], choice)
+    unused = tuple(
+        f"{a.device.name} ({a.device.gfx}) is not used: the "
+        f"{'CUDA' if vendor == 'nvidia' else 'HIP'} backend runs, and mixed AMD/NVIDIA runs "
+        "are not supported"
+        for a in assignments
+        if a.device.vendor != vendor and a.usable
+    )
+    return attrs.evolve(selection, notes=selection.notes + unused, vendor=vendor)
 
 
 def choose(assignments: Sequence[Assignment], choice: DeviceChoice) -> Selection:

@@ -14,7 +14,7 @@ from strata_core.switches import Rule, Switch
 from strata_core.testing import check_plugin
 from strata_core.testing.distributions import write_distribution
 
-IN_TREE = ("gfx906", "hip_rdna2", "hip_rdna3", "hip_rdna4", "igpu")
+IN_TREE = ("cuda", "gfx906", "hip_rdna2", "hip_rdna3", "hip_rdna4", "igpu")
 
 
 class RX6600(ArchPlugin):

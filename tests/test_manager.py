@@ -224,7 +224,16 @@ def test_the_most_specific_claim_wins(tmp_path, monkeypatch, machine):
 
 def test_allow_list(site, env):
     manager = PluginManager.discover(env | {"STRATA_PLUGINS": "navi31,hip_rdna4"})
-    assert set(manager.active()) == {"core", "kfd", "hip", "host", "navi31", "hip_rdna4"}
+    assert set(manager.active()) == {
+        "core",
+        "kfd",
+        "hip",
+        "pci",
+        "nvidia",
+        "host",
+        "navi31",
+        "hip_rdna4",
+    }
     assert manager.records["hip_rdna3"].why == "not named in STRATA_PLUGINS"
     assert manager.problems == []
 
@@ -239,9 +248,9 @@ def test_autoload_off_loads_only_named_plugins(site, env):
     manager = PluginManager.discover(
         env | {"STRATA_DISABLE_PLUGIN_AUTOLOAD": "1", "STRATA_PLUGINS": "hip_rdna2"}
     )
-    assert set(manager.active()) == {"core", "kfd", "hip", "host", "hip_rdna2"}
+    assert set(manager.active()) == {"core", "kfd", "hip", "pci", "nvidia", "host", "hip_rdna2"}
     manager = PluginManager.discover(env | {"STRATA_DISABLE_PLUGIN_AUTOLOAD": "1"})
-    assert set(manager.active()) == {"core", "kfd", "hip", "host"}
+    assert set(manager.active()) == {"core", "kfd", "hip", "pci", "nvidia", "host"}
     assert manager.records["hip_rdna4"].why == "STRATA_DISABLE_PLUGIN_AUTOLOAD is set"
 
 

@@ -29,7 +29,7 @@ def test_versions_move_in_lockstep():
     for extra, requirements in root["optional-dependencies"].items():
         if extra != "all":
             assert requirements[0].endswith(f"=={version}"), extra
-    assert len(PLUGIN_DIRS) == 5
+    assert len(PLUGIN_DIRS) == 6
     for path in PLUGIN_DIRS:
         project = tomllib.loads(path.read_text())["project"]
         assert project["version"] == version, path
@@ -87,7 +87,7 @@ def test_strata_rdna4_installs_from_the_built_wheels_alone(wheels, tmp_path):
         timeout=60,
     )
     names = {p["name"]: p for p in json.loads(listing.stdout)["plugins"]}
-    assert set(names) == {"core", "kfd", "hip", "host", "hip_rdna4"}
+    assert set(names) == {"core", "kfd", "hip", "pci", "nvidia", "host", "hip_rdna4"}
     assert names["hip_rdna4"]["status"] == "active"
     assert names["hip_rdna4"]["distribution"] == "strata-hip-rdna4"
     library = names["hip_rdna4"]["kernel_library"]

@@ -1,0 +1,73 @@
+"""strata plugin for NVIDIA GPUs: the project's kernel library built as PTX, one module per
+compute capability, run through the CUDA driver (AMD_HIP.md: "Setup picks --backend hip by
+itself on a PC with no NVIDIA card Strata can use"; with one, the CUDA backend runs). No HIP
+switch default applies to it."""
+
+from collections.abc import Mapping
+
+from strata_core.arch_plugin import EXACT_MATCH, PATTERN_MATCH, ArchPlugin
+from strata_core.hookspec import hookimpl
+from strata_core.kernels import gpu_topk_choice, router_choice
+from strata_core.records import Claim, Device, KernelChoice, RunContext, Workload
+
+NVIDIA = "sm_"
+
+
+def compute_capability(target: str) -> int | None:
+    """sm_90 -> 90; None for a target that is no compute capability."""
+    digits = target.removeprefix(NVIDIA)
+    return int(digits) if target.startswith(NVIDIA) and digits.isdigit() else None
+
+
+class Cuda(ArchPlugin):
+    """Claims NVIDIA devices by compute capability: its own PTX exactly, a newer card through
+    the driver's compilation of the newest PTX at or below it. The targets are the build's
+    (pyproject.toml)."""
+
+    strata_api_version = 1
+    wave_size = 32
+
+    @hookimpl
+    def strata_claim_device(self, device: Device) -> Claim:
+        capability = compute_capability(device.gfx)
+        if device.vendor != "nvidia":
+            return Claim.refuse(f"runs NVIDIA GPUs; {device.gfx} is not one")
+        if device.wave_size not in (None, self.wave_size):
+            return Claim.refuse(f"runs warps of 32; {device.gfx} is wave{device.wave_size}")
+        if capability is None:
+            return Claim.refuse(
+                f"needs the compute capability of {device.name}, which only a CUDA driver says"
+            )
+        if device.gfx in self.carried_targets:
+            return Claim(EXACT_MATCH, f"carries PTX for {device.gfx}")
+        older = [
+            t
+            for t in self.carried_targets
+            if (cc := compute_capability(t)) is not None and cc <= capability
+        ]
+        if not older:
+            return Claim.refuse(
+                f"carries PTX for {', '.join(self.carried_targets)}, all newer than {device.gfx}"
+            )
+        newest = max(older, key=lambda t: compute_capability(t) or 0)
+        return Claim(
+            PATTERN_MATCH, f"runs its {newest} PTX on {device.gfx} (the driver compiles it)"
+        )
+
+    @hookimpl
+    def strata_select_kernels(
+        self,
+        device: Device,
+        context: RunContext,
+        switches: Mapping[str, str | None],
+        workload: Workload,
+    ) -> tuple[KernelChoice, ...]:
+        return (
+            KernelChoice("matvec_q8_0", "dp4a", "NVIDIA's int8 dot4 (dp4a, sm_61 and newer)"),
+            router_choice(switches),
+            gpu_topk_choice(switches, workload.context_cells),
+            KernelChoice("prompt_gemm", "fma", "the kernel library's FMA GEMM on LDS tiles"),
+        )
+
+
+plugin = Cuda()

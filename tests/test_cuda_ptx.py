@@ -1,0 +1,53 @@
+"""The cuda plugin's kernel library: the HIP source built by clang as PTX, one module per
+compute capability, read back without a GPU (the PTX reader and the text itself)."""
+
+import re
+
+import pytest
+
+from strata_core.cuda import ptx
+from strata_core.errors import StrataError
+from strata_core.hip import abi
+from strata_core.hip.library import ABI_VERSION, launch_problems
+from strata_core.manager import PluginManager
+
+LIBRARY = PluginManager.discover({}).kernel_libraries()["cuda"]
+TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90")
+
+
+def test_one_ptx_module_per_compute_capability():
+    assert LIBRARY.targets == TARGETS and LIBRARY.missing == () and LIBRARY.problems == ()
+    assert all(path.suffix == ".ptx" for path in LIBRARY.code_objects.values())
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_each_module_is_the_kernel_abi_for_its_target(target):
+    path = LIBRARY.code_objects[target]
+    code = ptx.read(path)
+    assert code.target == target
+    assert code.abi_version == ABI_VERSION
+    assert code.operations == tuple(abi.OPERATIONS)
+    assert set(code.kernels) == {f"strata_{op}" for op in abi.OPERATIONS}
+    assert launch_problems(code, target) == []
+    text = path.read_text()
+    assert f".target {target}" in text
+    assert "dp4a.s32.s32" in text  # the int8 dot4 of matvec_q8_0
+    assert re.search(r"shfl\.sync\.bfly", text)  # the logical warp is the CUDA warp
+
+
+def test_a_module_with_another_layout_is_refused(tmp_path):
+    path = LIBRARY.code_objects["sm_90"]
+    text = path.read_text().replace(
+        ".param .u32 strata_topk_param_2", ".param .u64 strata_topk_param_2"
+    )
+    changed = tmp_path / path.name
+    changed.write_text(text)
+    problems = launch_problems(ptx.read(changed), "sm_90")
+    assert len(problems) == 1 and problems[0].startswith(f"{path.name}: topk: metadata lays out ")
+
+
+def test_a_file_that_is_no_ptx_is_one_line(tmp_path):
+    bogus = tmp_path / "strata_kernels-sm_90.ptx"
+    bogus.write_text("not ptx\n")
+    with pytest.raises(StrataError, match=r"not a PTX module \(no \.target line\)$"):
+        ptx.read(bogus)
