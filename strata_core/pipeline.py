@@ -9,7 +9,6 @@ is all that a run, an engine start or a rendering needs.
 from __future__ import annotations
 
 import re
-
 from collections.abc import Mapping
 from pathlib import Path
 
