@@ -49,6 +49,26 @@ def ours_ms(kernels: GpuKernels, call, repeats: int) -> tuple[object, float]:
     return result, statistics.median(times)
 
 
+def device_copy(repeats: int) -> tuple[float, float]:
+    """A 4 GiB device-to-device copy: its time, and the bytes it read per second."""
+    buffer = torch.empty(4 << 30, dtype=torch.uint8, device="cuda")
+    copy = torch.empty_like(buffer)
+    ms = torch_ms(lambda: copy.copy_(buffer), repeats)
+    return ms, buffer.numel() / (ms / 1e3) / GB
+
+
+def topk_row(kernels: GpuKernels, scores: np.ndarray, k: int, repeats: int) -> tuple:
+    (ids, _), ms = ours_ms(kernels, lambda: kernels.topk(scores, k, "radix"), repeats)
+    assert np.array_equal(ids, reference.topk(scores, k)[0]), f"topk {k} differs"
+    on_card = torch.from_numpy(scores).cuda()
+    theirs = torch_ms(lambda: torch.topk(on_card, k), repeats)
+    return (
+        f"topk {k} of {scores.size}",
+        f"{ms:.3f} ms",
+        f"torch.topk {theirs:.3f} ms: {theirs / ms:.2f}x",
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=20)
@@ -62,11 +82,7 @@ def main() -> None:
     rng = np.random.default_rng(0)
     rows = []
 
-    buffer = torch.empty(4 << 30, dtype=torch.uint8, device="cuda")
-    copy = torch.empty_like(buffer)
-    copy_ms = torch_ms(lambda: copy.copy_(buffer), repeats)
-    read_gbs = buffer.numel() / (copy_ms / 1e3) / GB  # bytes read (as many are written)
-    del buffer, copy
+    copy_ms, read_gbs = device_copy(repeats)
     rows.append(("device copy 4 GiB (read side)", f"{copy_ms:.3f} ms", f"{read_gbs:,.0f} GB/s"))
 
     w = rng.standard_normal((16384, 32768), dtype=np.float32)
@@ -86,13 +102,7 @@ def main() -> None:
     )
 
     for k in (256, 1024):
-        scores = rng.standard_normal(524_288, dtype=np.float32)
-        (ids, _), ms = ours_ms(kernels, lambda: kernels.topk(scores, k, "radix"), repeats)
-        assert np.array_equal(ids, reference.topk(scores, k)[0]), f"topk {k} differs"
-        on_card = torch.from_numpy(scores).cuda()
-        theirs = torch_ms(lambda: torch.topk(on_card, k), repeats)
-        rows.append((f"topk {k} of 524288", f"{ms:.3f} ms", f"torch.topk {theirs:.3f} ms: "
-                     f"{theirs / ms:.2f}x"))  # fmt: skip
+        rows.append(topk_row(kernels, rng.standard_normal(524_288, dtype=np.float32), k, repeats))
 
     logits = rng.standard_normal((512, 128), dtype=np.float32)
     (ids, weights), ms = ours_ms(kernels, lambda: kernels.router_topk(logits, 8, "fast"), repeats)
