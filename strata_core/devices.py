@@ -37,7 +37,8 @@ def scan(manager: PluginManager, context: DetectionContext) -> DeviceScan:
     reports = [r for _, d in answers for r in d.reports]
     problems = [p for _, d in answers for p in d.problems]
     notes = [n for _, d in answers for n in d.notes]
-    devices = build_devices(reports, context.env, problems)
+    complete = {vendor for _, d in answers for vendor in d.complete_for}
+    devices = build_devices(reports, context.env, problems, "nvidia" in complete)
     return DeviceScan(tuple(devices), tuple(problems), tuple(notes))
 
 
@@ -78,23 +79,27 @@ def merge_reports(reports: Sequence[DeviceReport]) -> list[dict]:
 
 
 def build_devices(
-    reports: Sequence[DeviceReport], env: Mapping[str, str], problems: list[str]
+    reports: Sequence[DeviceReport],
+    env: Mapping[str, str],
+    problems: list[str],
+    cuda_listed: bool = False,
 ) -> list[Device]:
+    """Devices from the detectors' reports; ``cuda_listed``: the CUDA driver answered, so
+    its list is every visible NVIDIA card."""
     merged = merge_reports(reports)
     nvidia = [m for m in merged if m["vendor"] == "nvidia"]
     amd = [m for m in merged if m["vendor"] != "nvidia" and m["gfx"]]
-    return _amd_devices(amd, env, problems) + _nvidia_devices(nvidia, env)
+    return _amd_devices(amd, env, problems) + _nvidia_devices(nvidia, cuda_listed)
 
 
-def _nvidia_devices(merged: list[dict], env: Mapping[str, str]) -> list[Device]:
+def _nvidia_devices(merged: list[dict], listed: bool) -> list[Device]:
     """NVIDIA cards by CUDA ordinal. The driver applies CUDA_VISIBLE_DEVICES itself, so a card
     it does not list is hidden; without a driver the cards are known by PCI only, in PCI
     order, and what they are is unknown."""
-    asked = any(m["cuda_index"] is not None for m in merged)
     devices = []
     for position, facts in enumerate(sorted(merged, key=lambda m: m["pci"] or "")):
         index, hidden_by = facts["cuda_index"], None
-        if not asked:
+        if not listed:
             index = position
         elif index is None:
             hidden_by = "not listed by the CUDA driver (CUDA_VISIBLE_DEVICES, or no driver)"

@@ -55,6 +55,9 @@ class Detection:
     reports: tuple[DeviceReport, ...] = ()
     problems: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    #: the vendors whose visible cards ``reports`` lists completely (a driver's answer): a
+    #: card of theirs that only another detector saw is hidden
+    complete_for: tuple[str, ...] = ()
 
 
 @attrs.frozen

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 import itertools
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -32,3 +35,44 @@ def machine(tmp_path, env):
         return scan(manager, context), manager
 
     return detect
+
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+STAND_IN = FIXTURES / "hip_stand_in.c"
+
+
+@pytest.fixture(scope="session")
+def stand_in(tmp_path_factory) -> str:
+    library = tmp_path_factory.mktemp("hip") / "libamdhip64.so.7"
+    subprocess.run(
+        [shutil.which("cc") or "gcc", "-shared", "-fPIC", "-o", str(library), str(STAND_IN)],
+        check=True,
+    )
+    return str(library)
+
+
+@pytest.fixture(scope="session")
+def emulating_stand_in(tmp_path_factory) -> str:
+    """The stand-in whose launches compute, with the HIP source run on CPU threads."""
+    clang = shutil.which("clang-19")
+    assert clang, "clang-19 is missing (Debian: apt-get install clang-19)"
+    folder = tmp_path_factory.mktemp("hip-emulated")
+    library = folder / "libamdhip64.so.7"
+    includes = [f"-I{ROOT / 'native/include'}", f"-I{ROOT / 'native/hip'}", f"-I{FIXTURES}"]
+    subprocess.run(
+        [clang, "-c", "-fPIC", "-O1", "-DSTAND_IN_EMULATE", str(STAND_IN),
+         "-o", str(folder / "stand_in.o")],
+        check=True,
+    )  # fmt: skip
+    subprocess.run(
+        [clang, "-x", "c++", "-std=c++17", "-c", "-fPIC", "-O1", "-fno-exceptions", "-fno-rtti",
+         *includes, str(FIXTURES / "hip_emulation.cpp"), "-o", str(folder / "emulation.o")],
+        check=True,
+    )  # fmt: skip
+    subprocess.run(
+        [clang, "-shared", str(folder / "stand_in.o"), str(folder / "emulation.o"), "-o",
+         str(library), "-lstdc++", "-lpthread"],
+        check=True,
+    )  # fmt: skip
+    return str(library)

@@ -57,7 +57,11 @@ def interpret(answer: dict) -> Detection:
         )
         for d in devices
     )
-    return Detection(reports=reports, notes=(f"{where} sees {len(devices)} device(s)",))
+    return Detection(
+        reports=reports,
+        notes=(f"{where} sees {len(devices)} device(s)",),
+        complete_for=("nvidia",),
+    )
 
 
 def _version(version: int) -> str:

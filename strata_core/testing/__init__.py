@@ -8,7 +8,7 @@ given, a device for any target, the plan a plugin makes, and the conformance che
 from ..conformance import check_plugin
 from ..devices import device_for
 from .plugins import manager_for, plan_for
-from .sysfs import FakeGPU, fake_gpu, gfx_target_version, write_sysfs
+from .sysfs import FakeGPU, fake_gpu, gfx_target_version, write_nvidia_gpu, write_sysfs
 
 __all__ = [
     "FakeGPU",
@@ -18,5 +18,6 @@ __all__ = [
     "gfx_target_version",
     "manager_for",
     "plan_for",
+    "write_nvidia_gpu",
     "write_sysfs",
 ]

@@ -229,3 +229,14 @@ def write_sysfs(root: Path, gpus: Sequence[FakeGPU], cpu_nodes: int = 1) -> Path
             (drm / link).mkdir()
             (drm / link / "device").symlink_to(device)
     return root
+
+
+def write_nvidia_gpu(root: Path, pci: str = "0000:41:00.0", device_id: int = 0x2335) -> Path:
+    """Add an NVIDIA display function (by default an H200's: device 0x2335, class 0x030200)
+    to the PCI bus of a sysfs tree, as strata_core.detect.pci reads it."""
+    function = root / "bus/pci/devices" / pci
+    function.mkdir(parents=True)
+    (function / "vendor").write_text("0x10de\n")
+    (function / "class").write_text("0x030200\n")
+    (function / "device").write_text(f"0x{device_id:04x}\n")
+    return root
