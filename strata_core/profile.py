@@ -37,6 +37,7 @@ def load(path: Path | None = None, recorder: Recorder | None = None) -> Workload
         "cells_kept",
         "prompt_tokens",
         "prompt_queries",
+        "gpu_read_bytes",
     ):
         if getattr(workload, name) <= 0:
             raise StrataError(f"{path}: {name} must be positive")

@@ -141,6 +141,8 @@ class Workload:
     prompt_queries: int = 256
     decode_steps: int = 16
     prompt_steps: int = 4
+    #: the buffer a card's read bandwidth is measured on (the host reads 256 MiB)
+    gpu_read_bytes: int = 1 << 30
 
 
 @attrs.frozen

@@ -48,9 +48,10 @@ def report_run(plan: Plan, as_json: bool) -> int:
         return 0
     print(outcome.headline)
     for name, result in outcome.kernels.items():
+        memory = "DRAM" if outcome.backend == HOST else "card"
         share = (
-            f", {result['bandwidth_of_read']:.0%} of DRAM read"
-            if outcome.backend == HOST and name == "matvec_q8_0"
+            f", {result['bandwidth_of_read']:.0%} of {memory} read"
+            if name == "matvec_q8_0" and result["bandwidth_of_read"] is not None
             else ""
         )
         print(

@@ -25,6 +25,7 @@ void emu_router_topk(unsigned grid, const float *logits, int64_t tokens, int64_t
 void emu_topk(const float *scores, int64_t n, int k, int32_t *ids, float *values);
 void emu_prompt_gemm(unsigned grid, const uint16_t *a, const uint16_t *w, float *c, int64_t m,
                      int64_t n, int64_t k);
+void emu_read_bytes(unsigned grid, const uint32_t *buffer, int64_t words, uint32_t *sink);
 """
 
 
@@ -136,3 +137,23 @@ def test_prompt_gemm_fma(emu, m, n, k):
     )  # fmt: skip
     want = a.astype(np.float32) @ w.astype(np.float32).T
     np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("grid", [1, 3])
+def test_read_bytes_reads_every_word(emu, grid):
+    """The fold of all words reaches the sink only when it is the kernel's constant: one word
+    holding it and the rest zero show that every word was read, with any grid."""
+    ffi, lib = emu
+    words = 5000
+    for where in (0, words - 1):
+        buffer = np.zeros((words, 4), dtype=np.uint32)
+        buffer[where, 2] = 0x9E3779B9
+        sink = np.zeros(1, dtype=np.uint32)
+        lib.emu_read_bytes(
+            grid, _ptr(ffi, "uint32_t[]", buffer), words, _ptr(ffi, "uint32_t[]", sink)
+        )
+        assert sink[0] == 0x9E3779B9
+    buffer[words - 1, 1] = 1
+    sink[0] = 0
+    lib.emu_read_bytes(grid, _ptr(ffi, "uint32_t[]", buffer), words, _ptr(ffi, "uint32_t[]", sink))
+    assert sink[0] == 0

@@ -14,7 +14,7 @@ def lib():
 
 
 def test_the_library_says_its_abi_and_operations(lib):
-    assert lib.lib.strata_abi_version() == 1
+    assert lib.lib.strata_abi_version() == 2
     assert lib.operations == ("matvec_q8_0", "router_topk", "topk")
     assert lib.isa in ("avx512vnni", "avxvnni", "avx2", "baseline")
     assert lib.path.is_absolute() and lib.path.parent.name == "host"

@@ -108,6 +108,9 @@ def test_run_on_an_nvidia_card_runs_every_kernel_through_the_driver(
     assert answer["code_object"].endswith("strata_kernels-sm_90.ptx")
     kernels = answer["kernels"]
     assert all(k["checked"] == k["calls"] > 0 for k in kernels.values())
+    # the stand-in's events say 0.25 ms for every launch, the read kernel's included
+    assert answer["read_bandwidth_gbs"] == round(1048576 / 0.25e-3 / 1e9, 2)
+    assert kernels["matvec_q8_0"]["bandwidth_of_read"] is not None
     assert {name: k["variant"] for name, k in kernels.items()} == {
         "matvec_q8_0": "dp4a", "router_topk": "fast", "router_topk_prompt": "fast",
         "topk": "radix", "prompt_gemm": "fma",

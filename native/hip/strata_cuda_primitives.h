@@ -1,5 +1,5 @@
 // The hardware primitives of strata_kernels.hip for NVIDIA GPUs, built by clang as CUDA device
-// code to PTX without the CUDA headers: ids, the block barrier, the warp butterfly shuffle,
+// code to PTX without the CUDA headers: ids and the grid's size, the block barrier, the warp butterfly shuffle,
 // e^x and the signed int8 dot4 (dp4a, sm_61 and newer). A CUDA warp is the kernels' 32-lane
 // logical warp, so this is the reverse of the reference page's gfx906 compat layer.
 #define KERNEL extern "C" __attribute__((global)) __attribute__((launch_bounds(STRATA_BLOCK)))
@@ -9,6 +9,7 @@
 
 DEVICE unsigned thread_id() { return __nvvm_read_ptx_sreg_tid_x(); }
 DEVICE unsigned block_id() { return __nvvm_read_ptx_sreg_ctaid_x(); }
+DEVICE unsigned grid_size() { return __nvvm_read_ptx_sreg_nctaid_x(); }
 DEVICE void sync_block() { __nvvm_bar_sync(0); }
 
 DEVICE int warp_xor(int value, int mask) {

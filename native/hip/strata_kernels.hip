@@ -41,6 +41,7 @@
 
 DEVICE unsigned thread_id() { return __builtin_amdgcn_workitem_id_x(); }
 DEVICE unsigned block_id() { return __builtin_amdgcn_workgroup_id_x(); }
+DEVICE unsigned grid_size() { return __builtin_amdgcn_grid_size_x() / STRATA_BLOCK; }
 
 DEVICE void sync_block() {
   __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
@@ -77,7 +78,7 @@ typedef float float8 __attribute__((ext_vector_type(8)));
 // operations (the kernels below).
 EXPORTED_DATA int strata_abi_version = STRATA_KERNEL_ABI_VERSION;
 EXPORTED_DATA char strata_operations[] =
-    "matvec_q8_0,router_topk,topk,prompt_gemm";
+    "matvec_q8_0,router_topk,topk,prompt_gemm,read_bytes";
 
 DEVICE unsigned warp_lane() { return thread_id() % WARP; }
 
@@ -399,3 +400,18 @@ KERNEL void strata_prompt_gemm(const _Float16 *a, const _Float16 *w, float *c, i
   if (row0 + ty < m && col0 + tx < n) c[(row0 + ty) * n + col0 + tx] = acc;
 }
 #endif
+
+// read_bytes: the card's read bandwidth, the measure matvec_q8_0 is reported against. Every
+// thread folds 16-byte words with a grid stride; a word is written to sink only when the fold
+// equals a constant no buffer of zeros can give, so the reads cannot be dropped.
+typedef unsigned uint4v __attribute__((ext_vector_type(4)));
+
+KERNEL void strata_read_bytes(const uint4v *buffer, int64_t words, unsigned *sink) {
+  unsigned fold = 0;
+  int64_t stride = (int64_t)STRATA_BLOCK * grid_size();
+  for (int64_t i = (int64_t)block_id() * STRATA_BLOCK + thread_id(); i < words; i += stride) {
+    uint4v word = buffer[i];
+    fold ^= word.x ^ word.y ^ word.z ^ word.w;
+  }
+  if (fold == 0x9e3779b9u) sink[0] = fold;
+}

@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#define STRATA_KERNEL_ABI_VERSION 1
+#define STRATA_KERNEL_ABI_VERSION 2
 #define STRATA_Q8_BLOCK 32
 
 #define STRATA_OK 0
@@ -34,10 +34,13 @@
 #define STRATA_ROUTER_MAX_K 32
 #define STRATA_TOPK_MAX_K 1024
 
-/* The HIP code objects have kernels of the same names and arguments (d as half), read
- * strata_abi_version and strata_operations as device globals, and add
+/* The GPU code objects (HIP, and PTX for NVIDIA) have kernels of the same names and arguments
+ * (d as half), read strata_abi_version and strata_operations as device globals, and add
  *   strata_prompt_gemm(const half *a, const half *w, float *c, int64_t m, int64_t n, int64_t k)
- * computing c[m][n] = a[m][k] . w[n][k]; the host runs its prompt GEMM through numpy's BLAS.
+ * computing c[m][n] = a[m][k] . w[n][k] (the host runs its prompt GEMM through numpy's BLAS),
+ * and, as the card's read bandwidth,
+ *   strata_read_bytes(const uint32x4 *buffer, int64_t words, uint32_t *sink)
+ * reading words of 16 bytes with any grid (the host's strata_read_bytes below does the same).
  * The declarations below are the host library's exports. */
 #ifndef STRATA_HIP_KERNELS
 

@@ -25,6 +25,7 @@ OPERATIONS: dict[str, tuple[tuple[str, str], ...]] = {
              ("values", BUFFER), ("variant", "int32")),
     "prompt_gemm": (("a", BUFFER), ("w", BUFFER), ("c", BUFFER), ("m", "int64"), ("n", "int64"),
                     ("k", "int64")),
+    "read_bytes": (("buffer", BUFFER), ("words", "int64"), ("sink", BUFFER)),
 }
 # fmt: on
 

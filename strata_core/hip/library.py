@@ -6,6 +6,7 @@ CUDA driver: strata_core.gpu_runtime) and timed by its events."""
 from __future__ import annotations
 
 import re
+import statistics
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,9 @@ TOPK_MAX_K = kernel_abi.integer_const("STRATA_TOPK_MAX_K")
 BLOCK = 256
 WARPS_PER_BLOCK = BLOCK // 32
 TILE = 16
+#: the read kernel's grid: enough blocks to fill any card, each thread several 16-byte words
+READ_WORDS_PER_THREAD = 8
+MAX_READ_BLOCKS = 4096
 #: The kernel library's variants by the names the plan gives them, as the ABI's codes. The one
 #: top-k kernel (a radix select) serves every band; the GEMM variant is compiled in.
 VARIANTS = {
@@ -206,6 +210,30 @@ class GpuKernels:
         self._run("topk", 1, {"scores": scores}, {"ids": ids, "values": values},
                   {"n": scores.size, "k": k, "variant": code})  # fmt: skip
         return ids, values
+
+    def read_bandwidth(self, nbytes: int, repeats: int = 5) -> float:
+        """GB/s of the read kernel over a buffer of ``nbytes`` on the card (median of
+        ``repeats`` after one warm-up), as HIP or CUDA events time it."""
+        rt, words = self.runtime, nbytes // 16
+        buffer, sink = rt.malloc(words * 16), rt.malloc(4)
+        try:
+            args = abi.pack(
+                "read_bytes",
+                {"buffer": rt.address(buffer), "words": words, "sink": rt.address(sink)},
+                self.code.kernel("read_bytes"),
+            )
+            grid = min(_blocks(words, BLOCK * READ_WORDS_PER_THREAD), MAX_READ_BLOCKS)
+            times = []
+            for _ in range(repeats + 1):
+                rt.record(self.start, self.stream)
+                rt.launch(self.functions["read_bytes"], grid, BLOCK, args, self.stream, "read")
+                rt.record(self.stop, self.stream)
+                rt.synchronize(self.stream)
+                times.append(rt.elapsed_s(self.start, self.stop))
+        finally:
+            rt.free(buffer)
+            rt.free(sink)
+        return words * 16 / statistics.median(times[1:]) / 1e9
 
     def prompt_gemm(self, a, wt, variant: str) -> np.ndarray:
         """c = a @ wt.T with half inputs: a is M x K, wt is N x K. The WMMA kernel takes a

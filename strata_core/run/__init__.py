@@ -116,6 +116,7 @@ def _check_gpu(
     lib.set_threads(settings.threads)
     inputs = make_inputs(settings.workload)
     code = Path(answer["code_object"])
+    read_gbs = answer["read_bandwidth_gbs"]
     reports = check(
         inputs,
         results,
@@ -131,14 +132,15 @@ def _check_gpu(
         "target": answer["target"],
         "code_object": str(code),
         "runtime": answer["runtime"],
+        "read_bandwidth_gbs": round(read_gbs, 2),
         "workload": settings.workload.name,
     }
     headline = (
         f"GPU backend: {plan.plugin} {code.name} on {answer['card']} ({answer['target']}), "
-        f"{RUNTIME_NAMES[plan.backend]} {answer['runtime']}; workload "
-        f"{settings.workload.name}; every result checked against the host backend"
+        f"{RUNTIME_NAMES[plan.backend]} {answer['runtime']}; card read {read_gbs:,.1f} GB/s; "
+        f"workload {settings.workload.name}; every result checked against the host backend"
     )
-    kernels = {name: r.as_dict(0.0) for name, r in reports.items()}
+    kernels = {name: r.as_dict(read_gbs) for name, r in reports.items()}
     return RunOutcome(plan.backend, facts, kernels, headline)
 
 

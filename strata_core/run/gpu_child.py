@@ -83,6 +83,7 @@ def run(folder: Path) -> dict:
     gemm = GpuGemm(kernels, inputs.w, job.choices["prompt_gemm"].variant)
     dispatch = TunedDispatch(None, f"{job.plugin} GEMM")
     try:
+        read_gbs = kernels.read_bandwidth(job.workload.gpu_read_bytes)
         results = execute(
             kernels, gemm, lambda call: (call(), kernels.seconds), inputs, job.choices, dispatch
         )
@@ -97,6 +98,7 @@ def run(folder: Path) -> dict:
         "target": gpu.card.gfx,
         "code_object": str(kernels.code.path),
         "runtime": gpu.runtime_path,
+        "read_bandwidth_gbs": read_gbs,
         "seconds": [took for _, took in results],
     }
 
