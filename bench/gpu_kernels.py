@@ -1,8 +1,9 @@
 """The kernel library on an NVIDIA GPU, side by side with PyTorch on the same card: each kernel's
 median time over event-timed repeats (kernel only: inputs are uploaded before the events),
-matvec_q8_0 against the card's read bandwidth (a device-to-device copy through PyTorch,
-counting the bytes read), top-k against torch.topk, the router against torch.topk + softmax.
-Every result is checked against the host backend first.
+matvec_q8_0 against the card's read bandwidth (the library's read kernel, and beside it a
+device-to-device copy through PyTorch counting the bytes read), top-k against torch.topk,
+the router against torch.topk + softmax. Every result is checked against the host backend
+first.
 
     python bench/gpu_kernels.py [--repeats N]
 
@@ -82,8 +83,10 @@ def main() -> None:
     rng = np.random.default_rng(0)
     rows = []
 
-    copy_ms, read_gbs = device_copy(repeats)
-    rows.append(("device copy 4 GiB (read side)", f"{copy_ms:.3f} ms", f"{read_gbs:,.0f} GB/s"))
+    copy_ms, copy_gbs = device_copy(repeats)
+    rows.append(("torch copy 4 GiB (read side)", f"{copy_ms:.3f} ms", f"{copy_gbs:,.0f} GB/s"))
+    read_gbs = kernels.read_bandwidth(4 << 30, repeats)
+    rows.append(("read kernel 4 GiB", "", f"{read_gbs:,.0f} GB/s"))
 
     w = rng.standard_normal((16384, 32768), dtype=np.float32)
     qs, d = q8.quantize_rows(w)
