@@ -102,23 +102,38 @@ DEVICE bool ranks_before(unsigned key, int id, unsigned other_key, int other_id)
 }
 
 // ---------------------------------------------------------------------------------------
-// matvec_q8_0: one logical warp per row; lane l takes Q8_0 blocks l, l + 32, ...
+// matvec_q8_0: one logical warp per row; lane l takes Q8_0 blocks l, l + 32, ... two at a
+// time (four 16-byte loads of weights in flight), accumulated separately.
+
+typedef int int4v __attribute__((ext_vector_type(4)));
+
+DEVICE int dot16(int4v w, int4v a, int acc) {
+  return dot4(w.w, a.w, dot4(w.z, a.z, dot4(w.y, a.y, dot4(w.x, a.x, acc))));
+}
+
+DEVICE float q8_block(const int4v *weights, const int4v *activations, const _Float16 *d,
+                      const float *xd, int64_t b) {
+  int dot = dot16(weights[2 * b + 1], activations[2 * b + 1],
+                  dot16(weights[2 * b], activations[2 * b], 0));
+  return (float)d[b] * xd[b] * (float)dot;
+}
 
 KERNEL void strata_matvec_q8_0(const int8_t *qs, const _Float16 *d, const int8_t *xq,
                                const float *xd, float *y, int64_t rows, int64_t cols) {
   int64_t row = (int64_t)block_id() * WARPS_PER_BLOCK + thread_id() / WARP;
   if (row >= rows) return;
   int64_t blocks = cols / STRATA_Q8_BLOCK;
-  const int *weights = (const int *)(qs + row * cols);
-  const int *activations = (const int *)xq;
-  float sum = 0.0f;
-  for (int64_t b = warp_lane(); b < blocks; b += WARP) {
-    int dot = 0;
-#pragma unroll
-    for (int w = 0; w < STRATA_Q8_BLOCK / 4; ++w)
-      dot = dot4(weights[b * 8 + w], activations[b * 8 + w], dot);
-    sum += (float)d[row * blocks + b] * xd[b] * (float)dot;
+  const int4v *weights = (const int4v *)(qs + row * cols);
+  const int4v *activations = (const int4v *)xq;
+  const _Float16 *scales = d + row * blocks;
+  float sum = 0.0f, other = 0.0f;
+  int64_t b = warp_lane();
+  for (; b + WARP < blocks; b += 2 * WARP) {
+    sum += q8_block(weights, activations, scales, xd, b);
+    other += q8_block(weights, activations, scales, xd, b + WARP);
   }
+  if (b < blocks) sum += q8_block(weights, activations, scales, xd, b);
+  sum += other;
   for (int mask = WARP / 2; mask > 0; mask /= 2) sum += warp_xor(sum, mask);
   if (warp_lane() == 0) y[row] = sum;
 }
@@ -137,41 +152,70 @@ DEVICE void router_softmax(const float *best, int k, float *weights) {
 
 DEVICE float nan_as_minus_inf(float value) { return value != value ? -__builtin_inff() : value; }
 
-// Fast: one logical warp per token; k rounds of a warp-wide arg-max over the experts that
-// rank after the previous winner.
+// Fast: one logical warp per token. Each lane holds the order keys of its experts (lane l:
+// experts l, l + 32, ... up to ROUTER_HELD of them, so 256 experts) in registers; k rounds of
+// a warp-wide arg-max pick the best expert not yet taken. Wider rows read the logits again
+// each round, taking the experts that rank after the previous winner.
+#define ROUTER_HELD 8
+
+DEVICE void router_pick(unsigned *key, int *id) {
+  for (int mask = WARP / 2; mask > 0; mask /= 2) {
+    unsigned other_key = warp_xor(*key, mask);
+    int other_id = warp_xor(*id, mask);
+    if (ranks_before(other_key, other_id, *key, *id)) {
+      *key = other_key;
+      *id = other_id;
+    }
+  }
+}
+
 DEVICE void router_fast(const float *logits, int64_t tokens, int64_t experts, int k,
                         int32_t *ids, float *weights) {
   int64_t token = (int64_t)block_id() * WARPS_PER_BLOCK + thread_id() / WARP;
   if (token >= tokens) return;
   const float *row = logits + token * experts;
+  unsigned lane = warp_lane();
+  bool held = experts <= (int64_t)WARP * ROUTER_HELD;
+  unsigned keys[ROUTER_HELD];
+#pragma unroll
+  for (int i = 0; i < ROUTER_HELD; ++i) {
+    int64_t e = lane + (int64_t)WARP * i;
+    keys[i] = held && e < experts ? order_key(row[e]) : 0u;
+  }
+  unsigned taken = 0;  // bit i: keys[i] already picked
   unsigned last_key = 0xffffffffu;
   int last_id = -1;
   float best[STRATA_ROUTER_MAX_K];
   for (int j = 0; j < k; ++j) {
     unsigned key = 0;
     int id = 0x7fffffff;
-    for (int64_t e = warp_lane(); e < experts; e += WARP) {
-      unsigned candidate = order_key(row[e]);
-      bool after_last = ranks_before(last_key, last_id, candidate, (int)e);
-      if (after_last && ranks_before(candidate, (int)e, key, id)) {
-        key = candidate;
-        id = (int)e;
+    if (held) {
+#pragma unroll
+      for (int i = 0; i < ROUTER_HELD; ++i) {
+        int e = (int)(lane + WARP * i);
+        if (e < experts && !(taken >> i & 1u) && ranks_before(keys[i], e, key, id)) {
+          key = keys[i];
+          id = e;
+        }
+      }
+    } else {
+      for (int64_t e = lane; e < experts; e += WARP) {
+        unsigned candidate = order_key(row[e]);
+        bool after_last = ranks_before(last_key, last_id, candidate, (int)e);
+        if (after_last && ranks_before(candidate, (int)e, key, id)) {
+          key = candidate;
+          id = (int)e;
+        }
       }
     }
-    for (int mask = WARP / 2; mask > 0; mask /= 2) {
-      unsigned other_key = warp_xor(key, mask);
-      int other_id = warp_xor(id, mask);
-      if (ranks_before(other_key, other_id, key, id)) {
-        key = other_key;
-        id = other_id;
-      }
-    }
+    router_pick(&key, &id);
+    if ((unsigned)id % WARP == lane) taken |= 1u << ((unsigned)id / WARP);
     last_key = key;
     last_id = id;
     best[j] = nan_as_minus_inf(row[id]);
-    if (warp_lane() == 0) ids[token * k + j] = id;
+    if (lane == 0) ids[token * k + j] = id;
   }
-  if (warp_lane() == 0) router_softmax(best, k, weights + token * k);
+  if (lane == 0) router_softmax(best, k, weights + token * k);
 }
 
 // Portable: one thread per token, insertion into a sorted list of k.
