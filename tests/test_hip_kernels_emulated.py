@@ -15,7 +15,7 @@ from strata_core.host import q8, reference
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
-BLOCK, WARPS, TILE = 256, 8, 16
+BLOCK, WARPS, TILE, MATVEC_ROWS = 256, 8, 16, 2
 
 CDEF = """
 void emu_matvec_q8_0(unsigned grid, const int8_t *qs, const uint16_t *d, const int8_t *xq,
@@ -62,7 +62,7 @@ def test_matvec_q8_0(emu, rows, cols):
     xq, xd = q8.quantize_vector(rng.standard_normal(cols, dtype=np.float32))
     y = np.full(rows, np.nan, dtype=np.float32)
     lib.emu_matvec_q8_0(
-        _blocks(rows, WARPS), _ptr(ffi, "int8_t[]", qs), _ptr(ffi, "uint16_t[]", d.view(np.uint16)),
+        _blocks(rows, WARPS * MATVEC_ROWS), _ptr(ffi, "int8_t[]", qs), _ptr(ffi, "uint16_t[]", d.view(np.uint16)),
         _ptr(ffi, "int8_t[]", xq), _ptr(ffi, "float[]", xd), _ptr(ffi, "float[]", y), rows, cols,
     )  # fmt: skip
     want = reference.matvec_q8_0(qs, d, xq, xd)

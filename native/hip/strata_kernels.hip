@@ -89,11 +89,17 @@ DEVICE unsigned warp_xor(unsigned value, int mask) {
   return (unsigned)warp_xor((int)value, mask);
 }
 
-// Scores as unsigned keys whose order is the float order; NaN ranks as -inf.
+// Scores as unsigned keys whose order is the float order; NaN ranks as -inf (and comes back
+// from value_of as -inf).
 DEVICE unsigned order_key(float value) {
   if (value != value) value = -__builtin_inff();
   unsigned bits = __builtin_bit_cast(unsigned, value);
   return (bits & 0x80000000u) ? ~bits : bits | 0x80000000u;
+}
+
+DEVICE float value_of(unsigned key) {
+  unsigned bits = (key & 0x80000000u) ? key & 0x7fffffffu : ~key;
+  return __builtin_bit_cast(float, bits);
 }
 
 // (key, id) before (key', id'): larger key first, then the lower id.
@@ -102,40 +108,45 @@ DEVICE bool ranks_before(unsigned key, int id, unsigned other_key, int other_id)
 }
 
 // ---------------------------------------------------------------------------------------
-// matvec_q8_0: one logical warp per row; lane l takes Q8_0 blocks l, l + 32, ... two at a
-// time (four 16-byte loads of weights in flight), accumulated separately.
+// matvec_q8_0: one logical warp per MATVEC_ROWS rows, so that each activation load serves
+// both; lane l takes Q8_0 blocks l, l + 32, ... (two 16-byte loads a block and row).
 
+#define MATVEC_ROWS 2
 typedef int int4v __attribute__((ext_vector_type(4)));
 
 DEVICE int dot16(int4v w, int4v a, int acc) {
   return dot4(w.w, a.w, dot4(w.z, a.z, dot4(w.y, a.y, dot4(w.x, a.x, acc))));
 }
 
-DEVICE float q8_block(const int4v *weights, const int4v *activations, const _Float16 *d,
-                      const float *xd, int64_t b) {
-  int dot = dot16(weights[2 * b + 1], activations[2 * b + 1],
-                  dot16(weights[2 * b], activations[2 * b], 0));
-  return (float)d[b] * xd[b] * (float)dot;
+DEVICE float q8_scale(const _Float16 *d, const float *xd, int64_t b) {
+  return (float)d[b] * xd[b];
 }
 
 KERNEL void strata_matvec_q8_0(const int8_t *qs, const _Float16 *d, const int8_t *xq,
                                const float *xd, float *y, int64_t rows, int64_t cols) {
-  int64_t row = (int64_t)block_id() * WARPS_PER_BLOCK + thread_id() / WARP;
-  if (row >= rows) return;
+  int64_t first = ((int64_t)block_id() * WARPS_PER_BLOCK + thread_id() / WARP) * MATVEC_ROWS;
+  if (first >= rows) return;
+  int64_t second = first + 1 < rows ? first + 1 : first;  // an odd last row is done twice
   int64_t blocks = cols / STRATA_Q8_BLOCK;
-  const int4v *weights = (const int4v *)(qs + row * cols);
+  const int4v *w0 = (const int4v *)(qs + first * cols);
+  const int4v *w1 = (const int4v *)(qs + second * cols);
   const int4v *activations = (const int4v *)xq;
-  const _Float16 *scales = d + row * blocks;
-  float sum = 0.0f, other = 0.0f;
-  int64_t b = warp_lane();
-  for (; b + WARP < blocks; b += 2 * WARP) {
-    sum += q8_block(weights, activations, scales, xd, b);
-    other += q8_block(weights, activations, scales, xd, b + WARP);
+  float sum0 = 0.0f, sum1 = 0.0f;
+  for (int64_t b = warp_lane(); b < blocks; b += WARP) {
+    int4v a0 = activations[2 * b], a1 = activations[2 * b + 1];
+    int dot0 = dot16(w0[2 * b + 1], a1, dot16(w0[2 * b], a0, 0));
+    int dot1 = dot16(w1[2 * b + 1], a1, dot16(w1[2 * b], a0, 0));
+    sum0 += q8_scale(d + first * blocks, xd, b) * (float)dot0;
+    sum1 += q8_scale(d + second * blocks, xd, b) * (float)dot1;
   }
-  if (b < blocks) sum += q8_block(weights, activations, scales, xd, b);
-  sum += other;
-  for (int mask = WARP / 2; mask > 0; mask /= 2) sum += warp_xor(sum, mask);
-  if (warp_lane() == 0) y[row] = sum;
+  for (int mask = WARP / 2; mask > 0; mask /= 2) {
+    sum0 += warp_xor(sum0, mask);
+    sum1 += warp_xor(sum1, mask);
+  }
+  if (warp_lane() == 0) {
+    y[first] = sum0;
+    y[second] = sum1;
+  }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -212,7 +223,7 @@ DEVICE void router_fast(const float *logits, int64_t tokens, int64_t experts, in
     if ((unsigned)id % WARP == lane) taken |= 1u << ((unsigned)id / WARP);
     last_key = key;
     last_id = id;
-    best[j] = nan_as_minus_inf(row[id]);
+    best[j] = value_of(key);
     if (lane == 0) ids[token * k + j] = id;
   }
   if (lane == 0) router_softmax(best, k, weights + token * k);

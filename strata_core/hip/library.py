@@ -25,6 +25,8 @@ TOPK_MAX_K = kernel_abi.integer_const("STRATA_TOPK_MAX_K")
 BLOCK = 256
 WARPS_PER_BLOCK = BLOCK // 32
 TILE = 16
+#: rows of matvec_q8_0 a logical warp computes (MATVEC_ROWS of the source)
+MATVEC_ROWS = 2
 #: the read kernel's grid: enough blocks to fill any card, each thread several 16-byte words
 READ_WORDS_PER_THREAD = 8
 MAX_READ_BLOCKS = 4096
@@ -181,7 +183,7 @@ class GpuKernels:
             "xq": np.ascontiguousarray(xq, np.int8),
             "xd": np.ascontiguousarray(xd, np.float32),
         }
-        self._run("matvec_q8_0", _blocks(rows, WARPS_PER_BLOCK), inputs, {"y": y},
+        self._run("matvec_q8_0", _blocks(rows, WARPS_PER_BLOCK * MATVEC_ROWS), inputs, {"y": y},
                   {"rows": rows, "cols": cols})  # fmt: skip
         return y
 
