@@ -21,6 +21,29 @@ class Card:
     wave_size: int | None
 
 
+#: what an "extra" launch array says before the argument buffer and before its size
+LAUNCH_BUFFER_POINTER, LAUNCH_BUFFER_SIZE = 0x01, 0x02
+
+
+def launch_extra(ffi: Any, args: bytes, end: int) -> tuple[Any, ...]:
+    """The "extra" array of a launch that passes ``args`` as one buffer (the same in HIP and
+    CUDA but for the end marker), and the objects it points into, which the caller keeps
+    alive until the launch call returns."""
+    buffer = ffi.from_buffer("char[]", args)
+    size = ffi.new("size_t *", len(args))
+    extra = ffi.new(
+        "void *[]",
+        [
+            ffi.cast("void *", LAUNCH_BUFFER_POINTER),
+            buffer,
+            ffi.cast("void *", LAUNCH_BUFFER_SIZE),
+            size,
+            ffi.cast("void *", end),
+        ],
+    )
+    return extra, buffer, size
+
+
 class GpuRuntime(Protocol):
     #: the library that was loaded, as it was named
     path: str

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .answer_cache import Recorder
 
@@ -22,6 +23,18 @@ def candidates(env: Mapping[str, str], variable: str, sonames: Sequence[str]) ->
         for soname in sonames
         for name in (soname, *(os.path.join(root, "lib", soname) for root in _roots(env)))
     ]
+
+
+def load_first(ffi: Any, names: Sequence[str]) -> tuple[Any, str | None, list[str]]:
+    """(lib, name, tried): the first of ``names`` that ``ffi`` loads, and those it could not;
+    lib and name are None when none loads."""
+    tried: list[str] = []
+    for name in names:
+        try:
+            return ffi.dlopen(name), name, tried
+        except OSError:
+            tried.append(name)
+    return None, None, tried
 
 
 def record(env: Mapping[str, str], variable: str, recorder: Recorder) -> None:

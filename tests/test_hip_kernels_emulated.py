@@ -17,16 +17,11 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 BLOCK, WARPS, TILE, MATVEC_ROWS = 256, 8, 16, 2
 
-CDEF = """
-void emu_matvec_q8_0(unsigned grid, const int8_t *qs, const uint16_t *d, const int8_t *xq,
-                     const float *xd, float *y, int64_t rows, int64_t cols);
-void emu_router_topk(unsigned grid, const float *logits, int64_t tokens, int64_t experts, int k,
-                     int32_t *ids, float *weights, int variant);
-void emu_topk(const float *scores, int64_t n, int k, int32_t *ids, float *values);
-void emu_prompt_gemm(unsigned grid, const uint16_t *a, const uint16_t *w, float *c, int64_t m,
-                     int64_t n, int64_t k);
-void emu_read_bytes(unsigned grid, const uint32_t *buffer, int64_t words, uint32_t *sink);
-"""
+CDEF = "\n".join(
+    line
+    for line in (FIXTURES / "hip_emulation_api.h").read_text().splitlines()
+    if not line.startswith("#")
+)
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +57,8 @@ def test_matvec_q8_0(emu, rows, cols):
     xq, xd = q8.quantize_vector(rng.standard_normal(cols, dtype=np.float32))
     y = np.full(rows, np.nan, dtype=np.float32)
     lib.emu_matvec_q8_0(
-        _blocks(rows, WARPS * MATVEC_ROWS), _ptr(ffi, "int8_t[]", qs), _ptr(ffi, "uint16_t[]", d.view(np.uint16)),
-        _ptr(ffi, "int8_t[]", xq), _ptr(ffi, "float[]", xd), _ptr(ffi, "float[]", y), rows, cols,
+        _blocks(rows, WARPS * MATVEC_ROWS), _ptr(ffi, "int8_t[]", qs),
+        _ptr(ffi, "uint16_t[]", d.view(np.uint16)), _ptr(ffi, "int8_t[]", xq), _ptr(ffi, "float[]", xd), _ptr(ffi, "float[]", y), rows, cols,
     )  # fmt: skip
     want = reference.matvec_q8_0(qs, d, xq, xd)
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())

@@ -10,13 +10,12 @@ from typing import Any
 import numpy as np
 
 from ..errors import StrataError
-from ..gpu_runtime import Card
+from ..gpu_runtime import Card, launch_extra
 from ..library_search import candidates as library_candidates
+from ..library_search import load_first
 
 SONAMES = ("libcuda.so.1",)
 CU_LAUNCH_PARAM_END = 0x00
-CU_LAUNCH_PARAM_BUFFER_POINTER = 0x01
-CU_LAUNCH_PARAM_BUFFER_SIZE = 0x02
 
 
 class CudaError(StrataError):
@@ -29,17 +28,11 @@ def candidate_paths(env: Mapping[str, str]) -> list[str]:
 
 
 def open_driver(candidates: Sequence[str]) -> tuple[Any, str | None, list[str]]:
-    """(lib, path, tried): the first of ``candidates`` that loads, initialised; lib and path
-    are None when none loads."""
+    """(lib, path, tried): the first of ``candidates`` that loads, and those that did not;
+    lib and path are None when none loads."""
     from ._cuda_ffi import ffi
 
-    tried: list[str] = []
-    for path in candidates:
-        try:
-            return ffi.dlopen(path), path, tried
-        except OSError:
-            tried.append(path)
-    return None, None, tried
+    return load_first(ffi, candidates)
 
 
 def compute_target(major: int, minor: int) -> str:
@@ -149,21 +142,9 @@ class CudaDriver:
         self, function: Any, grid: int, block: int, args: bytes, stream: Any, name: str
     ) -> None:
         """Launch with the argument buffer packed by strata_core.hip.abi (the "extra" form)."""
-        ffi = self.ffi
-        buffer = ffi.from_buffer("char[]", args)
-        size = ffi.new("size_t *", len(args))
-        extra = ffi.new(
-            "void *[]",
-            [
-                ffi.cast("void *", CU_LAUNCH_PARAM_BUFFER_POINTER),
-                buffer,
-                ffi.cast("void *", CU_LAUNCH_PARAM_BUFFER_SIZE),
-                size,
-                ffi.cast("void *", CU_LAUNCH_PARAM_END),
-            ],
-        )
+        extra, *_kept = launch_extra(self.ffi, args, CU_LAUNCH_PARAM_END)
         status = self.lib.cuLaunchKernel(
-            function, grid, 1, 1, block, 1, 1, 0, stream, ffi.NULL, extra
+            function, grid, 1, 1, block, 1, 1, 0, stream, self.ffi.NULL, extra
         )
         self.check(status, f"cuLaunchKernel({name})")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..library_search import candidates
+from ..library_search import candidates, load_first
 
 SONAMES = ("libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5")
 HIP_SUCCESS = 0
@@ -30,13 +30,7 @@ def open_runtime(candidates: Sequence[str]) -> tuple[Any, str | None, list[str]]
     lib and path are None when none loads."""
     from ..hip._hip_ffi import ffi
 
-    tried: list[str] = []
-    for path in candidates:
-        try:
-            return ffi.dlopen(path), path, tried
-        except OSError:
-            tried.append(path)
-    return None, None, tried
+    return load_first(ffi, candidates)
 
 
 def device_facts(ffi, lib, index: int) -> dict:

@@ -8,11 +8,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import StrataError
-from ..gpu_runtime import Card
+from ..gpu_runtime import Card, launch_extra
 from .binding import HIP_ERROR_NO_DEVICE, HIP_SUCCESS, device_facts, open_runtime
 
-HIP_LAUNCH_PARAM_BUFFER_POINTER = 0x01
-HIP_LAUNCH_PARAM_BUFFER_SIZE = 0x02
 HIP_LAUNCH_PARAM_END = 0x03
 
 
@@ -74,21 +72,9 @@ class HipRuntime:
 
     def launch(self, function, grid: int, block: int, args: bytes, stream, name: str) -> None:
         """Launch with the argument buffer packed by strata_core.hip.abi (the "extra" form)."""
-        ffi = self.ffi
-        buffer = ffi.from_buffer("char[]", args)
-        size = ffi.new("size_t *", len(args))
-        extra = ffi.new(
-            "void *[]",
-            [
-                ffi.cast("void *", HIP_LAUNCH_PARAM_BUFFER_POINTER),
-                buffer,
-                ffi.cast("void *", HIP_LAUNCH_PARAM_BUFFER_SIZE),
-                size,
-                ffi.cast("void *", HIP_LAUNCH_PARAM_END),
-            ],
-        )
+        extra, *_kept = launch_extra(self.ffi, args, HIP_LAUNCH_PARAM_END)
         status = self.lib.hipModuleLaunchKernel(
-            function, grid, 1, 1, block, 1, 1, 0, stream, ffi.NULL, extra
+            function, grid, 1, 1, block, 1, 1, 0, stream, self.ffi.NULL, extra
         )
         self.check(status, f"hipModuleLaunchKernel({name})")
 
