@@ -58,7 +58,8 @@ def test_matvec_q8_0(emu, rows, cols):
     y = np.full(rows, np.nan, dtype=np.float32)
     lib.emu_matvec_q8_0(
         _blocks(rows, WARPS * MATVEC_ROWS), _ptr(ffi, "int8_t[]", qs),
-        _ptr(ffi, "uint16_t[]", d.view(np.uint16)), _ptr(ffi, "int8_t[]", xq), _ptr(ffi, "float[]", xd), _ptr(ffi, "float[]", y), rows, cols,
+        _ptr(ffi, "uint16_t[]", d.view(np.uint16)), _ptr(ffi, "int8_t[]", xq),
+        _ptr(ffi, "float[]", xd), _ptr(ffi, "float[]", y), rows, cols,
     )  # fmt: skip
     want = reference.matvec_q8_0(qs, d, xq, xd)
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
