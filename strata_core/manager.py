@@ -23,8 +23,7 @@ import pluggy
 
 from . import __version__, hookspec
 from .errors import PluginError
-from .hook_types import conforms, hook_specs
-from .hook_types import hint_name as _hint_name
+from .hook_types import conforms, hint_name, hook_specs
 from .records import (
     Claim,
     Detection,
@@ -261,7 +260,7 @@ class PluginManager:
                 result = impl.function(*(kwargs[arg] for arg in impl.argnames))
                 if result is not None and not conforms(result, spec.returns):
                     raise PluginError(
-                        f"returned {_describe(result)}, expected {_hint_name(spec.returns)}"
+                        f"returned {_describe(result)}, expected {hint_name(spec.returns)}"
                     )
             except Exception as exc:
                 if self.strict:

@@ -76,7 +76,8 @@ def choose_backend(assignments: Sequence[Assignment], choice: DeviceChoice) -> S
     """The cards of the backend's vendor that a run uses; the other vendor's usable cards are
     named in the notes, unused."""
     vendor = backend_vendor(assignments)
-    selection = choose([a for a in assignments if a.device.vendor == vendor], choice)
+    numbering = "CUDA" if vendor == "nvidia" else "HIP"
+    selection = choose([a for a in assignments if a.device.vendor == vendor], choice, numbering)
     unused = tuple(
         f"{a.device.name} ({a.device.gfx}) is not used: the "
         f"{'CUDA' if vendor == 'nvidia' else 'HIP'} backend runs, and mixed AMD/NVIDIA runs "
@@ -87,15 +88,20 @@ def choose_backend(assignments: Sequence[Assignment], choice: DeviceChoice) -> S
     return attrs.evolve(selection, notes=selection.notes + unused, vendor=vendor)
 
 
-def choose(assignments: Sequence[Assignment], choice: DeviceChoice) -> Selection:
+def choose(
+    assignments: Sequence[Assignment], choice: DeviceChoice, numbering: str = "HIP"
+) -> Selection:
+    """The cards a run uses among ``assignments``, whose numbers are ``numbering``'s."""
     visible = {a.device.index: a for a in assignments if a.device.index is not None}
     usable = {i: a for i, a in visible.items() if a.usable}
     if choice.roles:
         order = [i for i, r in choice.roles.items() if r == "helper"]
         order += [i for i, r in choice.roles.items() if r == "main"]
-        return _explicit(visible, tuple(order), dict(choice.roles), f"roles from {choice.source}")
+        return _explicit(
+            visible, tuple(order), dict(choice.roles), f"roles from {choice.source}", numbering
+        )
     if choice.gpu is not None:
-        return _explicit(visible, (choice.gpu,), {}, f"--gpu from {choice.source}")
+        return _explicit(visible, (choice.gpu,), {}, f"--gpu from {choice.source}", numbering)
     if choice.gpus == "all":
         ranked = sorted(usable, key=lambda i: (-(usable[i].device.vram_bytes or 0), i))
         return _finish(
@@ -106,7 +112,7 @@ def choose(assignments: Sequence[Assignment], choice: DeviceChoice) -> Selection
             (),
         )
     if isinstance(choice.gpus, tuple) and choice.gpus:
-        return _explicit(visible, choice.gpus, {}, f"--gpus from {choice.source}")
+        return _explicit(visible, choice.gpus, {}, f"--gpus from {choice.source}", numbering)
     return _automatic(usable, visible)
 
 
@@ -126,14 +132,20 @@ def _automatic(usable: Mapping[int, Assignment], visible: Mapping[int, Assignmen
 
 
 def _explicit(
-    visible: Mapping[int, Assignment], order: tuple[int, ...], roles: dict[int, str], reason: str
+    visible: Mapping[int, Assignment],
+    order: tuple[int, ...],
+    roles: dict[int, str],
+    reason: str,
+    numbering: str,
 ) -> Selection:
     missing = [i for i in order if i not in visible]
     if missing:
         known = ", ".join(str(i) for i in sorted(visible)) or "none"
-        raise StrataError(f"{reason}: no HIP device {missing[0]} (visible HIP devices: {known})")
+        raise StrataError(
+            f"{reason}: no {numbering} device {missing[0]} (visible {numbering} devices: {known})"
+        )
     notes = tuple(
-        f"HIP {i} ({visible[i].device.gfx}) was chosen but {visible[i].reason}"
+        f"{numbering} {i} ({visible[i].device.gfx}) was chosen but {visible[i].reason}"
         for i in order
         if not visible[i].usable
     )

@@ -117,3 +117,13 @@ def test_run_on_an_nvidia_card_runs_every_kernel_through_the_driver(
     }  # fmt: skip
     launched = {line.split()[0] for line in launches.read_text().splitlines()}
     assert launched == {"strata_" + op for op in abi.OPERATIONS}
+
+
+def test_gpus_names_cuda_devices_when_the_cuda_backend_runs(nvidia_tree, env, stand_in):
+    result = run(
+        "plan", "--gpus", "0,1", "--sysfs", str(nvidia_tree), env=with_driver(env, stand_in)
+    )
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        "strata-core: --gpus from command line: no CUDA device 1 (visible CUDA devices: 0)"
+    )
