@@ -113,17 +113,20 @@ def choose(
         )
     if isinstance(choice.gpus, tuple) and choice.gpus:
         return _explicit(visible, choice.gpus, {}, f"--gpus from {choice.source}", numbering)
-    return _automatic(usable, visible)
+    return _automatic(usable, visible, numbering)
 
 
-def _automatic(usable: Mapping[int, Assignment], visible: Mapping[int, Assignment]) -> Selection:
+def _automatic(
+    usable: Mapping[int, Assignment], visible: Mapping[int, Assignment], numbering: str
+) -> Selection:
     if not usable:
         return Selection((), {}, "no visible GPU that an installed plugin runs")
     discrete = [i for i, a in usable.items() if not a.device.integrated]
     pool = discrete or list(usable)
     best = max(pool, key=lambda i: (usable[i].device.vram_bytes or 0, -i))
     notes = tuple(
-        f"integrated {a.device.name} (HIP {i}, {a.device.gfx}) skipped: a discrete card can run"
+        f"integrated {a.device.name} ({numbering} {i}, {a.device.gfx}) skipped: "
+        "a discrete card can run"
         for i, a in usable.items()
         if discrete and a.device.integrated
     )
