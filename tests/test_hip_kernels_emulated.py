@@ -11,6 +11,7 @@ import cffi
 import numpy as np
 import pytest
 
+from strata_core.hip.library import compose_picks, topk_stages
 from strata_core.host import q8, reference
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -101,12 +102,28 @@ def test_router_topk(emu, variant, tokens, experts, k, kind):
     np.testing.assert_allclose(weights, want_weights, rtol=1e-5, atol=1e-7)
 
 
+def _topk_in_stages(ffi, lib, scores, k):
+    """As GpuKernels.topk launches it: stage after stage on the last one's picks."""
+    source, stage_ids = scores, []
+    for grid in topk_stages(scores.size, k):
+        ids = np.full(grid * k, -1, dtype=np.int32)
+        values = np.full(grid * k, np.nan, dtype=np.float32)
+        lib.emu_topk(
+            grid, _ptr(ffi, "float[]", source), source.size, k, _ptr(ffi, "int32_t[]", ids),
+            _ptr(ffi, "float[]", values),
+        )  # fmt: skip
+        stage_ids.append(ids)
+        source = values
+    return compose_picks(stage_ids), source
+
+
 @pytest.mark.parametrize(
-    ("n", "k", "kind"),
-    [(1000, 1, "normal"), (5000, 64, "ties"), (70000, 256, "normal"), (3000, 1000, "nan"),
-     (256, 256, "normal")],
+    ("n", "k", "kind", "stages"),
+    [(1000, 1, "normal", 1), (5000, 64, "ties", 1), (70000, 256, "normal", 2),
+     (3000, 1000, "nan", 1), (256, 256, "normal", 1), (20000, 64, "ties", 2),
+     (40000, 100, "nan", 2), (300000, 1000, "ties", 4)],
 )  # fmt: skip
-def test_topk(emu, n, k, kind):
+def test_topk(emu, n, k, kind, stages):
     ffi, lib = emu
     rng = np.random.default_rng(n)
     scores = rng.standard_normal(n, dtype=np.float32)
@@ -115,12 +132,8 @@ def test_topk(emu, n, k, kind):
     if kind == "nan":
         scores[rng.random(n) < 0.2] = np.nan
         scores[:7] = -np.inf
-    ids = np.full(k, -1, dtype=np.int32)
-    values = np.full(k, np.nan, dtype=np.float32)
-    lib.emu_topk(
-        _ptr(ffi, "float[]", scores), n, k, _ptr(ffi, "int32_t[]", ids),
-        _ptr(ffi, "float[]", values),
-    )  # fmt: skip
+    assert len(topk_stages(n, k)) == stages
+    ids, values = _topk_in_stages(ffi, lib, scores, k)
     want_ids, want_values = reference.topk(scores, k)
     np.testing.assert_array_equal(ids, want_ids)
     np.testing.assert_array_equal(values, want_values)

@@ -267,9 +267,14 @@ KERNEL void strata_router_topk(const float *logits, int64_t tokens, int64_t expe
 }
 
 // ---------------------------------------------------------------------------------------
-// topk: one workgroup. A radix select over the order keys (four 8-bit digits) finds the
-// k-th key; the keys above it and the first ties by index are gathered in index order and
-// sorted in LDS. Every variant code is accepted: the GPU has this one kernel for all bands.
+// topk: a workgroup a chunk. Workgroup b of a grid of g takes the b-th of g equal chunks of
+// scores (the launcher keeps each at least k long) and writes its top k at ids + b k and
+// values + b k, ids counted in the whole of scores; with one workgroup that is the answer,
+// and with several the launcher selects again among their g k picks, whose order (chunk,
+// then rank) keeps equal scores in index order. In a chunk, a radix select over the order
+// keys (four 8-bit digits) finds the k-th key; the keys above it and the first ties by index
+// are gathered in index order and sorted in LDS. Every variant code is accepted: the GPU has
+// this one kernel for all bands.
 
 #define TOPK_BINS 256
 
@@ -279,9 +284,15 @@ SHARED unsigned topk_counts[STRATA_BLOCK][2];
 SHARED unsigned topk_keys[STRATA_TOPK_MAX_K];
 SHARED int topk_ids[STRATA_TOPK_MAX_K];
 
-KERNEL void strata_topk(const float *scores, int64_t n, int k, int32_t *ids, float *values,
-                        int variant) {
+KERNEL void strata_topk(const float *all_scores, int64_t all_n, int k, int32_t *all_ids,
+                        float *all_values, int variant) {
   (void)variant;
+  int64_t chunk = (all_n + grid_size() - 1) / grid_size();
+  int64_t base = (int64_t)block_id() * chunk;
+  const float *scores = all_scores + base;
+  int64_t n = all_n - base < chunk ? all_n - base : chunk;
+  int32_t *ids = all_ids + (int64_t)block_id() * k;
+  float *values = all_values + (int64_t)block_id() * k;
   unsigned t = thread_id();
   if (t == 0) {
     topk_prefix = 0;
@@ -378,7 +389,7 @@ KERNEL void strata_topk(const float *scores, int64_t n, int k, int32_t *ids, flo
     }
   }
   for (unsigned i = t; i < (unsigned)k; i += STRATA_BLOCK) {
-    ids[i] = topk_ids[i];
+    ids[i] = (int32_t)(base + topk_ids[i]);
     values[i] = scores[topk_ids[i]];
   }
 }

@@ -27,6 +27,8 @@ WARPS_PER_BLOCK = BLOCK // 32
 TILE = 16
 #: rows of matvec_q8_0 a logical warp computes (MATVEC_ROWS of the source)
 MATVEC_ROWS = 2
+#: scores a workgroup takes in a reduction stage of topk
+TOPK_CHUNK = 4096
 #: the read kernel's grid: enough blocks to fill any card, each thread several 16-byte words
 READ_WORDS_PER_THREAD = 8
 MAX_READ_BLOCKS = 4096
@@ -127,6 +129,29 @@ def launch_problems(code: code_object.CodeObject, target: str) -> list[str]:
     return problems
 
 
+def topk_stages(n: int, k: int) -> list[int]:
+    """The grid of each topk launch for n scores: while chunks of TOPK_CHUNK leave at most
+    half as many picks, a stage of that many workgroups, each chunk at least k long; then
+    one workgroup over the last picks."""
+    grids: list[int] = []
+    while True:
+        grid = n // TOPK_CHUNK
+        while grid > 1 and n - (grid - 1) * -(-n // grid) < k:
+            grid -= 1
+        if grid < 2 or grid * k * 2 > n:
+            return [*grids, 1]
+        grids.append(grid)
+        n = grid * k
+
+
+def compose_picks(stage_ids: list[np.ndarray]) -> np.ndarray:
+    """Each stage's ids index the stage before's picks; the first's index the scores."""
+    ids = stage_ids[-1]
+    for earlier in reversed(stage_ids[:-1]):
+        ids = earlier[ids]
+    return ids
+
+
 def _blocks(items: int, per_block: int) -> int:
     return max(1, -(-items // per_block))
 
@@ -203,15 +228,42 @@ class GpuKernels:
         return ids, weights
 
     def topk(self, scores, k: int, variant: str):
+        """The top k in stages (topk_stages): each launch selects k from each chunk of the
+        last one's picks, all on the card; the ids are composed back through the stages."""
         code = variant_code("topk", variant)
         if not 0 < k <= min(TOPK_MAX_K, scores.size):
             raise StrataError(f"topk: k={k} is outside 1..{TOPK_MAX_K} on the GPU")
         scores = np.ascontiguousarray(scores, np.float32).ravel()
-        ids = np.empty(k, dtype=np.int32)
-        values = np.empty(k, dtype=np.float32)
-        self._run("topk", 1, {"scores": scores}, {"ids": ids, "values": values},
-                  {"n": scores.size, "k": k, "variant": code})  # fmt: skip
-        return ids, values
+        rt, kernel = self.runtime, self.code.kernel("topk")
+        grids = topk_stages(scores.size, k)
+        picks = [(np.empty(g * k, np.int32), np.empty(g * k, np.float32)) for g in grids]
+        buffers = []
+        try:
+            source, n = rt.malloc(scores.nbytes), scores.size
+            buffers.append(source)
+            rt.upload(source, scores, self.stream)
+            launches = []
+            for grid, (ids, values) in zip(grids, picks, strict=True):
+                ids_at, values_at = rt.malloc(ids.nbytes), rt.malloc(values.nbytes)
+                buffers += [ids_at, values_at]
+                arguments = {"scores": rt.address(source), "n": n, "k": k,
+                             "ids": rt.address(ids_at), "values": rt.address(values_at),
+                             "variant": code}  # fmt: skip
+                launches.append((grid, abi.pack("topk", arguments, kernel), ids_at))
+                source, n = values_at, grid * k
+            rt.record(self.start, self.stream)
+            for grid, args, _ in launches:
+                rt.launch(self.functions["topk"], grid, BLOCK, args, self.stream, "topk")
+            rt.record(self.stop, self.stream)
+            for (ids, _), (_, _, ids_at) in zip(picks, launches, strict=True):
+                rt.download(ids, ids_at, self.stream)
+            rt.download(picks[-1][1], source, self.stream)
+            rt.synchronize(self.stream)
+            self.seconds = rt.elapsed_s(self.start, self.stop)
+        finally:
+            for pointer in buffers:
+                rt.free(pointer)
+        return compose_picks([ids for ids, _ in picks]), picks[-1][1]
 
     def read_bandwidth(self, nbytes: int, repeats: int = 5) -> float:
         """GB/s of the read kernel over a buffer of ``nbytes`` on the card (median of
