@@ -270,10 +270,10 @@ KERNEL void strata_router_topk(const float *logits, int64_t tokens, int64_t expe
 // topk: a workgroup a chunk. Workgroup b of a grid of g takes the b-th of g equal chunks of
 // scores (the launcher keeps each at least k long) and writes its top k at ids + b k and
 // values + b k, ids counted in the whole of scores; with one workgroup that is the answer,
-// and with several the launcher selects again among their g k picks, whose order (chunk,
-// then rank) keeps equal scores in index order. In a chunk, a radix select over the order
-// keys (four 8-bit digits) finds the k-th key; the keys above it and the first ties by index
-// are gathered in index order and sorted in LDS. Every variant code is accepted: the GPU has
+// sorted, and with several the launcher selects again among their g k picks, left unsorted
+// in index order within each chunk, which keeps equal scores in index order. In a chunk, a
+// radix select over the order keys (four 8-bit digits) finds the k-th key; the keys above it
+// and the first ties by index are gathered in index order (and sorted in LDS when alone). Every variant code is accepted: the GPU has
 // this one kernel for all bands.
 
 #define TOPK_BINS 256
@@ -359,6 +359,16 @@ KERNEL void strata_topk(const float *all_scores, int64_t all_n, int k, int32_t *
     }
   }
   sync_block();
+
+  // With several workgroups the picks stay as gathered, in index order (the keys above the
+  // k-th, then its ties), which is all the next stage needs; alone, they are sorted.
+  if (grid_size() > 1) {
+    for (unsigned i = t; i < (unsigned)k; i += STRATA_BLOCK) {
+      ids[i] = (int32_t)(base + topk_ids[i]);
+      values[i] = scores[topk_ids[i]];
+    }
+    return;
+  }
 
   // Bitonic sort of the k picks, padded to a power of two with keys that sort last.
   unsigned width = 1;
