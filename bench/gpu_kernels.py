@@ -19,8 +19,7 @@ import numpy as np
 import torch
 
 from strata_core.cuda.driver import CudaDriver, candidate_paths
-from strata_core.hip import library as library_module
-from strata_core.hip.library import TOPK_CHUNK, GpuKernels, start_check
+from strata_core.hip.library import GpuKernels, start_check
 from strata_core.host import q8, reference
 from strata_core.host.library import HostLibrary
 from strata_core.manager import PluginManager
@@ -106,11 +105,7 @@ def main() -> None:
     )
 
     for k in (256, 1024):
-        scores = rng.standard_normal(524_288, dtype=np.float32)
-        for chunk in (4096, 8192, 16384):  # the scores a workgroup takes in a stage
-            library_module.TOPK_CHUNK = chunk
-            rows.append(topk_row(kernels, scores, k, repeats) + (f"chunk {chunk}",))
-        library_module.TOPK_CHUNK = TOPK_CHUNK
+        rows.append(topk_row(kernels, rng.standard_normal(524_288, dtype=np.float32), k, repeats))
 
     logits = rng.standard_normal((512, 128), dtype=np.float32)
     (ids, weights), ms = ours_ms(kernels, lambda: kernels.router_topk(logits, 8, "fast"), repeats)
@@ -127,8 +122,8 @@ def main() -> None:
                  f"torch.topk+softmax {theirs * 1e3:.1f} us: {theirs / ms:.2f}x"))  # fmt: skip
     kernels.close()
     print(f"{card.name} ({card.gfx}), {kernels.code.path.name}; medians of {repeats}")
-    for name, time, against, *more in rows:
-        print(f"  {name:<32} {time:>12}   {against}   {' '.join(more)}")
+    for name, time, against in rows:
+        print(f"  {name:<32} {time:>12}   {against}")
 
 
 if __name__ == "__main__":

@@ -27,8 +27,10 @@ WARPS_PER_BLOCK = BLOCK // 32
 TILE = 16
 #: rows of matvec_q8_0 a logical warp computes (MATVEC_ROWS of the source)
 MATVEC_ROWS = 2
-#: scores a workgroup takes in a reduction stage of topk
+#: scores a workgroup takes in a reduction stage of topk, at least (measured on an H200:
+#: bench/gpu_kernels.py) and per pick
 TOPK_CHUNK = 4096
+TOPK_CHUNK_PER_PICK = 8
 #: the read kernel's grid: enough blocks to fill any card, each thread several 16-byte words
 READ_WORDS_PER_THREAD = 8
 MAX_READ_BLOCKS = 4096
@@ -130,12 +132,14 @@ def launch_problems(code: code_object.CodeObject, target: str) -> list[str]:
 
 
 def topk_stages(n: int, k: int) -> list[int]:
-    """The grid of each topk launch for n scores: while chunks of TOPK_CHUNK leave at most
-    half as many picks, a stage of that many workgroups, each chunk at least k long; then
-    one workgroup over the last picks."""
+    """The grid of each topk launch for n scores: while chunks of the stage's size (TOPK_CHUNK
+    scores, or TOPK_CHUNK_PER_PICK a pick for a larger k) leave at most half as many picks, a
+    stage of that many workgroups, each chunk at least k long; then one workgroup over the
+    last picks."""
+    chunk = max(TOPK_CHUNK, TOPK_CHUNK_PER_PICK * k)
     grids: list[int] = []
     while True:
-        grid = n // TOPK_CHUNK
+        grid = n // chunk
         while grid > 1 and n - (grid - 1) * -(-n // grid) < k:
             grid -= 1
         if grid < 2 or grid * k * 2 > n:
