@@ -5,9 +5,12 @@ CUDA driver: strata_core.gpu_runtime) and timed by its events."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import statistics
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -182,25 +185,46 @@ class GpuKernels:
         self.runtime.destroy_stream(self.stream)
         self.runtime.unload_module(self.module)
 
-    def _run(self, op: str, grid: int, inputs: dict, outputs: dict, scalars: dict) -> None:
-        rt, pointers = self.runtime, {}
+    @contextlib.contextmanager
+    def _allocations(self) -> Iterator[Callable[[int], Any]]:
+        """``take(nbytes)`` gives a device buffer; all are freed on leaving."""
+        taken: list[Any] = []
+
+        def take(nbytes: int) -> Any:
+            taken.append(self.runtime.malloc(nbytes))
+            return taken[-1]
+
         try:
-            for name, array in {**inputs, **outputs}.items():
-                pointers[name] = rt.malloc(array.nbytes)
+            yield take
+        finally:
+            for pointer in taken:
+                self.runtime.free(pointer)
+
+    def _launch_timed(
+        self, launches: list[tuple[str, int, bytes]], downloads: list[tuple[np.ndarray, Any]]
+    ) -> float:
+        """Run ``launches`` (operation, grid, packed arguments) between the two events, then
+        copy ``downloads`` (array, device buffer) back; the seconds between the events."""
+        rt = self.runtime
+        rt.record(self.start, self.stream)
+        for op, grid, args in launches:
+            rt.launch(self.functions[op], grid, BLOCK, args, self.stream, op)
+        rt.record(self.stop, self.stream)
+        for array, pointer in downloads:
+            rt.download(array, pointer, self.stream)
+        rt.synchronize(self.stream)
+        return rt.elapsed_s(self.start, self.stop)
+
+    def _run(self, op: str, grid: int, inputs: dict, outputs: dict, scalars: dict) -> None:
+        rt = self.runtime
+        with self._allocations() as take:
+            pointers = {name: take(array.nbytes) for name, array in {**inputs, **outputs}.items()}
             for name, array in inputs.items():
                 rt.upload(pointers[name], array, self.stream)
             addresses = {n: rt.address(p) for n, p in pointers.items()}
             args = abi.pack(op, addresses | scalars, self.code.kernel(op))
-            rt.record(self.start, self.stream)
-            rt.launch(self.functions[op], grid, BLOCK, args, self.stream, op)
-            rt.record(self.stop, self.stream)
-            for name, array in outputs.items():
-                rt.download(array, pointers[name], self.stream)
-            rt.synchronize(self.stream)
-            self.seconds = rt.elapsed_s(self.start, self.stop)
-        finally:
-            for pointer in pointers.values():
-                rt.free(pointer)
+            downloads = [(array, pointers[name]) for name, array in outputs.items()]
+            self.seconds = self._launch_timed([(op, grid, args)], downloads)
 
     def matvec_q8_0(self, qs, d, xq, xd) -> np.ndarray:
         check_matvec_shapes(qs, d, xq, xd)
@@ -241,56 +265,37 @@ class GpuKernels:
         rt, kernel = self.runtime, self.code.kernel("topk")
         grids = topk_stages(scores.size, k)
         picks = [(np.empty(g * k, np.int32), np.empty(g * k, np.float32)) for g in grids]
-        buffers = []
-        try:
-            source, n = rt.malloc(scores.nbytes), scores.size
-            buffers.append(source)
+        with self._allocations() as take:
+            source, n = take(scores.nbytes), scores.size
             rt.upload(source, scores, self.stream)
-            launches = []
+            launches: list[tuple[str, int, bytes]] = []
+            downloads: list[tuple[np.ndarray, Any]] = []
             for grid, (ids, values) in zip(grids, picks, strict=True):
-                ids_at, values_at = rt.malloc(ids.nbytes), rt.malloc(values.nbytes)
-                buffers += [ids_at, values_at]
+                ids_at, values_at = take(ids.nbytes), take(values.nbytes)
                 arguments = {"scores": rt.address(source), "n": n, "k": k,
                              "ids": rt.address(ids_at), "values": rt.address(values_at),
                              "variant": code}  # fmt: skip
-                launches.append((grid, abi.pack("topk", arguments, kernel), ids_at))
+                launches.append(("topk", grid, abi.pack("topk", arguments, kernel)))
+                downloads.append((ids, ids_at))
                 source, n = values_at, grid * k
-            rt.record(self.start, self.stream)
-            for grid, args, _ in launches:
-                rt.launch(self.functions["topk"], grid, BLOCK, args, self.stream, "topk")
-            rt.record(self.stop, self.stream)
-            for (ids, _), (_, _, ids_at) in zip(picks, launches, strict=True):
-                rt.download(ids, ids_at, self.stream)
-            rt.download(picks[-1][1], source, self.stream)
-            rt.synchronize(self.stream)
-            self.seconds = rt.elapsed_s(self.start, self.stop)
-        finally:
-            for pointer in buffers:
-                rt.free(pointer)
+            downloads.append((picks[-1][1], source))
+            self.seconds = self._launch_timed(launches, downloads)
         return compose_picks([ids for ids, _ in picks]), picks[-1][1]
 
     def read_bandwidth(self, nbytes: int, repeats: int = 5) -> float:
         """GB/s of the read kernel over a buffer of ``nbytes`` on the card (median of
         ``repeats`` after one warm-up), as HIP or CUDA events time it."""
         rt, words = self.runtime, nbytes // 16
-        buffer, sink = rt.malloc(words * 16), rt.malloc(4)
-        try:
+        with self._allocations() as take:
+            buffer, sink = take(words * 16), take(4)
             args = abi.pack(
                 "read_bytes",
                 {"buffer": rt.address(buffer), "words": words, "sink": rt.address(sink)},
                 self.code.kernel("read_bytes"),
             )
             grid = min(_blocks(words, BLOCK * READ_WORDS_PER_THREAD), MAX_READ_BLOCKS)
-            times = []
-            for _ in range(repeats + 1):
-                rt.record(self.start, self.stream)
-                rt.launch(self.functions["read_bytes"], grid, BLOCK, args, self.stream, "read")
-                rt.record(self.stop, self.stream)
-                rt.synchronize(self.stream)
-                times.append(rt.elapsed_s(self.start, self.stop))
-        finally:
-            rt.free(buffer)
-            rt.free(sink)
+            launch = [("read_bytes", grid, args)]
+            times = [self._launch_timed(launch, []) for _ in range(repeats + 1)]
         return words * 16 / statistics.median(times[1:]) / 1e9
 
     def prompt_gemm(self, a, wt, variant: str) -> np.ndarray:
