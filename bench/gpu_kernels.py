@@ -46,22 +46,15 @@ def torch_ms(call, repeats: int) -> float:
 def back_to_back_us(kernels: GpuKernels, arrays: dict, scalars: dict, grid: int) -> float:
     """Per launch of the router, BATCH launches on resident buffers between two events: the
     launch overhead that one event-timed launch cannot separate is spread over the batch."""
-    rt, buffers = kernels.runtime, {}
-    for name, array in arrays.items():
-        buffers[name] = rt.malloc(array.nbytes)
-        rt.upload(buffers[name], array, kernels.stream)
-    addresses = {name: rt.address(pointer) for name, pointer in buffers.items()}
-    args = abi.pack("router_topk", addresses | scalars, kernels.code.kernel("router_topk"))
-    times = []
-    for _ in range(5):
-        rt.record(kernels.start, kernels.stream)
-        for _ in range(BATCH):
-            rt.launch(kernels.functions["router_topk"], grid, 256, args, kernels.stream, "router")
-        rt.record(kernels.stop, kernels.stream)
-        rt.synchronize(kernels.stream)
-        times.append(rt.elapsed_s(kernels.start, kernels.stop) / BATCH * 1e6)
-    for pointer in buffers.values():
-        rt.free(pointer)
+    rt = kernels.runtime
+    with kernels._allocations() as take:
+        pointers = {name: take(array.nbytes) for name, array in arrays.items()}
+        for name, array in arrays.items():
+            rt.upload(pointers[name], array, kernels.stream)
+        addresses = {name: rt.address(pointer) for name, pointer in pointers.items()}
+        args = abi.pack("router_topk", addresses | scalars, kernels.code.kernel("router_topk"))
+        batch = [("router_topk", grid, args)] * BATCH
+        times = [kernels._launch_timed(batch, []) / BATCH * 1e6 for _ in range(5)]
     return statistics.median(times)
 
 
