@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import enum
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 
 import attrs
@@ -13,6 +14,8 @@ import cattrs
 
 DATA = Path(__file__).with_name("archdb.toml")
 HIPBLASLT, ROCBLAS = "hipBLASLt", "rocBLAS"
+#: NVIDIA targets are compute capabilities: sm_90
+NVIDIA_PREFIX = "sm_"
 
 
 class SupportStatus(enum.Enum):
@@ -83,15 +86,33 @@ def lookup(target: str) -> Arch | None:
     return ARCHS.get(target.split(":", 1)[0])
 
 
+def compute_capability(target: str) -> int | None:
+    """sm_90 -> 90; None for a target that names no NVIDIA compute capability."""
+    digits = target.removeprefix(NVIDIA_PREFIX)
+    return int(digits) if target.startswith(NVIDIA_PREFIX) and digits.isdigit() else None
+
+
+def newest_ptx_for(targets: Iterable[str], target: str) -> str | None:
+    """Of NVIDIA ``targets``, the newest at or below ``target``'s compute capability, whose PTX
+    the driver compiles for the card; None when there is none."""
+    capability = compute_capability(target)
+    older = [
+        (cc, t)
+        for t in targets
+        if (cc := compute_capability(t)) is not None and capability is not None and cc <= capability
+    ]
+    return max(older)[1] if older else None
+
+
 def family_of(target: str) -> str:
     """The family name of a target; a target the database lacks says so with its generation.
     An NVIDIA target (sm_90) is named by its compute capability."""
     arch = lookup(target)
     if arch is not None:
         return arch.family
-    if target.startswith("sm_"):
-        digits = target.removeprefix("sm_")
-        if not digits.isdigit():
-            return "NVIDIA, compute capability unknown (no CUDA driver described it)"
-        return f"NVIDIA compute capability {digits[:-1]}.{digits[-1]}"
+    capability = compute_capability(target)
+    if capability is not None:
+        return f"NVIDIA compute capability {capability // 10}.{capability % 10}"
+    if target.startswith(NVIDIA_PREFIX):
+        return "NVIDIA, compute capability unknown (no CUDA driver described it)"
     return f"unknown gfx{target.removeprefix('gfx')[:-2]} family"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 
 import attrs
@@ -12,11 +11,10 @@ from .detect.visibility import override_for, parse_override, visible_devices
 from .manager import PluginManager
 from .records import DetectionContext, Device, DeviceReport
 
+#: the target of an NVIDIA card that no CUDA driver described
+UNKNOWN_NVIDIA = archdb.NVIDIA_PREFIX + "unknown"
 #: Facts where KFD (the kernel, and its DRM counters) is trusted over the HIP runtime:
 #: the physical target (HIP reports the overridden one) and memory sizes.
-#: the target of an NVIDIA card that no CUDA driver described, and a known one's form
-UNKNOWN_NVIDIA = "sm_unknown"
-NVIDIA_TARGET = r"sm_\d+"
 KERNEL_FIRST = frozenset({"gfx", "vram_bytes", "gtt_bytes", "node_id", "unique_id"})
 FIELDS = [f.name for f in attrs.fields(DeviceReport) if f.name != "source"]
 
@@ -200,7 +198,7 @@ def device_for(
     it has the target (an unknown target is wave32 unless told; an integrated-only target is
     integrated; an sm_* target is an NVIDIA card)."""
     arch = archdb.lookup(gfx)
-    nvidia = re.fullmatch(NVIDIA_TARGET, gfx) is not None
+    nvidia = archdb.compute_capability(gfx) is not None
     if integrated is None:
         integrated = arch is not None and arch.integrated_only
     return Device(

@@ -8,7 +8,6 @@ is all that a run, an engine start or a rendering needs.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from . import config as run_config
 from .answer_cache import Recorder
 from .claims import Assignment, assign
 from .context import ram_bytes, this_os
-from .devices import NVIDIA_TARGET, DeviceScan, device_for, scan
+from .devices import DeviceScan, device_for, scan
 from .errors import StrataError
 from .host.plugin import host_device
 from .manager import PluginManager
@@ -309,7 +308,7 @@ def library_versions(request: PlanRequest, plan: Plan) -> dict:
 
 
 def named_device(gfx: str, integrated: bool) -> Device:
-    if re.fullmatch(NVIDIA_TARGET, gfx):
+    if archdb.compute_capability(gfx) is not None:
         return device_for(gfx, seen_by=("--device",))
     arch = archdb.lookup(gfx)
     if arch is None:

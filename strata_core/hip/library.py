@@ -6,7 +6,6 @@ CUDA driver: strata_core.gpu_runtime) and timed by its events."""
 from __future__ import annotations
 
 import contextlib
-import re
 import statistics
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import archdb
 from ..errors import StrataError
 from ..gpu_runtime import Card, GpuRuntime
 from ..host._host_ffi import ffi as kernel_abi
@@ -65,20 +65,7 @@ def runnable_target(library: KernelLibrary, target: str) -> str | None:
     PTX for any newer device). None when the library has none."""
     if target in library.code_objects:
         return target
-    capability = _compute_capability(target)
-    older = [
-        (cc, t)
-        for t in library.code_objects
-        if (cc := _compute_capability(t)) is not None
-        and capability is not None
-        and cc <= capability
-    ]
-    return max(older)[1] if older else None
-
-
-def _compute_capability(target: str) -> int | None:
-    found = re.fullmatch(r"sm_(\d+)", target)
-    return int(found.group(1)) if found else None
+    return archdb.newest_ptx_for(library.code_objects, target)
 
 
 def read_code(path: Path) -> code_object.CodeObject:

@@ -6,17 +6,10 @@ switch default applies to it."""
 from collections.abc import Mapping
 
 from strata_core.arch_plugin import EXACT_MATCH, PATTERN_MATCH, ArchPlugin
+from strata_core.archdb import compute_capability, newest_ptx_for
 from strata_core.hookspec import hookimpl
 from strata_core.kernels import gpu_topk_choice, router_choice
 from strata_core.records import Claim, Device, KernelChoice, RunContext, Workload
-
-NVIDIA = "sm_"
-
-
-def compute_capability(target: str) -> int | None:
-    """sm_90 -> 90; None for a target that is no compute capability."""
-    digits = target.removeprefix(NVIDIA)
-    return int(digits) if target.startswith(NVIDIA) and digits.isdigit() else None
 
 
 class Cuda(ArchPlugin):
@@ -29,27 +22,21 @@ class Cuda(ArchPlugin):
 
     @hookimpl
     def strata_claim_device(self, device: Device) -> Claim:
-        capability = compute_capability(device.gfx)
         if device.vendor != "nvidia":
             return Claim.refuse(f"runs NVIDIA GPUs; {device.gfx} is not one")
         if device.wave_size not in (None, self.wave_size):
             return Claim.refuse(f"runs warps of 32; {device.gfx} is wave{device.wave_size}")
-        if capability is None:
+        if compute_capability(device.gfx) is None:
             return Claim.refuse(
                 f"needs the compute capability of {device.name}, which only a CUDA driver says"
             )
         if device.gfx in self.carried_targets:
             return Claim(EXACT_MATCH, f"carries PTX for {device.gfx}")
-        older = [
-            t
-            for t in self.carried_targets
-            if (cc := compute_capability(t)) is not None and cc <= capability
-        ]
-        if not older:
+        newest = newest_ptx_for(self.carried_targets, device.gfx)
+        if newest is None:
             return Claim.refuse(
                 f"carries PTX for {', '.join(self.carried_targets)}, all newer than {device.gfx}"
             )
-        newest = max(older, key=lambda t: compute_capability(t) or 0)
         return Claim(
             PATTERN_MATCH, f"runs its {newest} PTX on {device.gfx} (the driver compiles it)"
         )
