@@ -40,17 +40,17 @@ class HostRun:
 @attrs.frozen
 class RunSettings:
     """What `strata-core run` needs besides the decisions: the workload, host threads (0: one
-    per core), and on a card the plugin's kernel library, the runtimes to try in order (the
-    HIP runtime's or the CUDA driver's),
-    the environment of the GPU run's child process (the one the command started with: the
-    runtime reads its visibility variables there), and the seconds that run may take."""
+    per core), the seconds the GPU run may take, and on a card the plugin's kernel library,
+    the runtimes to try in order (the HIP runtime's or the CUDA driver's) and the environment
+    of the GPU run's child process (the one the command started with: the runtime reads its
+    visibility variables there)."""
 
     workload: Workload
-    threads: int = 0
-    kernel_library: KernelLibrary | None = None
-    runtime_libraries: tuple[str, ...] = ()
-    child_env: Mapping[str, str] = attrs.field(factory=dict)
-    timeout_s: float = 600.0
+    threads: int
+    timeout_s: float
+    kernel_library: KernelLibrary | None
+    runtime_libraries: tuple[str, ...]
+    child_env: Mapping[str, str]
 
 
 @attrs.frozen
