@@ -121,7 +121,7 @@ def _topk_in_stages(ffi, lib, scores, k):
     ("n", "k", "kind", "stages"),
     [(1000, 1, "normal", 1), (5000, 64, "ties", 1), (70000, 256, "normal", 2),
      (3000, 1000, "nan", 1), (256, 256, "normal", 1), (20000, 64, "ties", 2),
-     (40000, 100, "nan", 2), (300000, 1000, "ties", 3)],
+     (40000, 100, "nan", 2), (300000, 1000, "ties", 3), (9000, 1024, "normal", 2)],
 )  # fmt: skip
 def test_topk(emu, n, k, kind, stages):
     ffi, lib = emu

@@ -108,6 +108,24 @@ def test_the_launcher_packs_what_the_metadata_says(stand_in, tmp_path, monkeypat
     kernels.close()
 
 
+def test_timing_repeats_on_inputs_uploaded_once_behind_a_hold(stand_in, tmp_path, monkeypatch):
+    """With repeats and a hold, each timed launch follows the read kernel over the hold
+    buffer, which is allocated once."""
+    launches = tmp_path / "launches"
+    monkeypatch.setenv("STAND_IN_LAUNCHES", str(launches))
+    runtime = HipRuntime([stand_in])
+    gpu = runtime.card(0)
+    code = start_check("hip_rdna4", _library("hip_rdna4"), gpu)
+    kernels = GpuKernels(runtime, code, gpu, repeats=3, hold_bytes=1 << 20)
+    kernels.router_topk(np.zeros((20, 128), dtype=np.float32), 8, "fast")
+    names = [line.split()[0] for line in launches.read_text().splitlines()]
+    assert names == ["strata_read_bytes", "strata_router_topk"] * 3
+    holds = {line.split()[3] for line in launches.read_text().splitlines()[::2]}
+    assert len(holds) == 1  # the same hold buffer every time
+    assert kernels.seconds == 0.25e-3
+    kernels.close()
+
+
 def test_run_stops_when_the_runtime_sees_another_card(stand_in, env, tmp_path):
     root = write_sysfs(tmp_path, [R9700])
     carried = env | {

@@ -1,7 +1,8 @@
 // The hardware primitives of strata_kernels.hip for NVIDIA GPUs, built by clang as CUDA device
-// code to PTX without the CUDA headers: ids and the grid's size, the block barrier, the warp butterfly shuffle,
-// e^x and the signed int8 dot4 (dp4a, sm_61 and newer). A CUDA warp is the kernels' 32-lane
-// logical warp, so this is the reverse of the reference page's gfx906 compat layer.
+// code to PTX without the CUDA headers: ids and the grid's size, the block barrier, the warp
+// butterfly shuffle, the warp maximum and minimum (redux.sync, sm_80 and newer), e^x and the
+// signed int8 dot4 (dp4a, sm_61 and newer). A CUDA warp is the kernels' 32-lane logical warp,
+// so this is the reverse of the reference page's gfx906 compat layer.
 #define KERNEL extern "C" __attribute__((global)) __attribute__((launch_bounds(STRATA_BLOCK)))
 #define DEVICE static __attribute__((device)) inline
 #define SHARED __attribute__((shared))
@@ -15,6 +16,9 @@ DEVICE void sync_block() { __nvvm_bar_sync(0); }
 DEVICE int warp_xor(int value, int mask) {
   return __nvvm_shfl_sync_bfly_i32(0xffffffffu, value, mask, 0x1f);
 }
+
+DEVICE unsigned warp_max(unsigned value) { return __nvvm_redux_sync_umax(value, 0xffffffffu); }
+DEVICE unsigned warp_min(unsigned value) { return __nvvm_redux_sync_umin(value, 0xffffffffu); }
 
 // e^x as 2^(x log2 e): ex2.approx is within 2 ulp, and the callers' arguments are at most 0.
 DEVICE float exp_f32(float x) { return __nvvm_ex2_approx_f(x * 1.44269504088896341f); }

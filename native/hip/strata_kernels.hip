@@ -89,6 +89,24 @@ DEVICE unsigned warp_xor(unsigned value, int mask) {
   return (unsigned)warp_xor((int)value, mask);
 }
 
+#ifndef __NVPTX__
+// The largest and the smallest value over a logical warp (NVIDIA has an instruction for each).
+DEVICE unsigned warp_max(unsigned value) {
+  for (int mask = WARP / 2; mask > 0; mask /= 2) {
+    unsigned other = warp_xor(value, mask);
+    value = other > value ? other : value;
+  }
+  return value;
+}
+DEVICE unsigned warp_min(unsigned value) {
+  for (int mask = WARP / 2; mask > 0; mask /= 2) {
+    unsigned other = warp_xor(value, mask);
+    value = other < value ? other : value;
+  }
+  return value;
+}
+#endif
+
 // Scores as unsigned keys whose order is the float order; NaN ranks as -inf (and comes back
 // from value_of as -inf).
 DEVICE unsigned order_key(float value) {
@@ -152,33 +170,20 @@ KERNEL void strata_matvec_q8_0(const int8_t *qs, const _Float16 *d, const int8_t
 // ---------------------------------------------------------------------------------------
 // router_topk: the k best experts of each token, then a softmax over them.
 
-// best[] as picked (NaN already -inf); an expert at -inf gets weight 0.
-DEVICE void router_softmax(const float *best, int k, float *weights) {
-  float total = 0.0f;
-  for (int j = 0; j < k; ++j)
-    total += __builtin_isfinite(best[j]) ? exp_f32(best[j] - best[0]) : 0.0f;
-  for (int j = 0; j < k; ++j)
-    weights[j] = (__builtin_isfinite(best[j]) ? exp_f32(best[j] - best[0]) : 0.0f) / total;
-}
-
 DEVICE float nan_as_minus_inf(float value) { return value != value ? -__builtin_inff() : value; }
 
-// Fast: one logical warp per token. Each lane holds the order keys of its experts (lane l:
-// experts l, l + 32, ... up to ROUTER_HELD of them, so 256 experts) in registers; k rounds of
-// a warp-wide arg-max pick the best expert not yet taken. Wider rows read the logits again
-// each round, taking the experts that rank after the previous winner.
-#define ROUTER_HELD 8
-
-DEVICE void router_pick(unsigned *key, int *id) {
-  for (int mask = WARP / 2; mask > 0; mask /= 2) {
-    unsigned other_key = warp_xor(*key, mask);
-    int other_id = warp_xor(*id, mask);
-    if (ranks_before(other_key, other_id, *key, *id)) {
-      *key = other_key;
-      *id = other_id;
-    }
-  }
+// The weight of a pick of value best when the first pick is top: an expert at -inf gets 0.
+DEVICE float router_exp(float best, float top) {
+  return __builtin_isfinite(best) ? exp_f32(best - top) : 0.0f;
 }
+
+// Fast: one logical warp per token. Each lane holds the order keys of its experts (lane l:
+// experts l, l + 32, ... up to ROUTER_HELD of them, so 256 experts) in registers, a taken one
+// set to 0, below every real key; each of k rounds is a warp maximum of the lanes' best keys
+// and a warp minimum of the ids holding it. Wider rows read the logits again each round,
+// taking the experts that rank after the previous winner. Lane j keeps pick j, and the
+// softmax and the stores are lane-parallel.
+#define ROUTER_HELD 8
 
 DEVICE void router_fast(const float *logits, int64_t tokens, int64_t experts, int k,
                         int32_t *ids, float *weights) {
@@ -193,22 +198,18 @@ DEVICE void router_fast(const float *logits, int64_t tokens, int64_t experts, in
     int64_t e = lane + (int64_t)WARP * i;
     keys[i] = held && e < experts ? order_key(row[e]) : 0u;
   }
-  unsigned taken = 0;  // bit i: keys[i] already picked
-  unsigned last_key = 0xffffffffu;
-  int last_id = -1;
-  float best[STRATA_ROUTER_MAX_K];
+  unsigned last_key = 0xffffffffu, first_key = 0, my_key = 0;
+  int last_id = -1, my_id = 0;
   for (int j = 0; j < k; ++j) {
     unsigned key = 0;
     int id = 0x7fffffff;
     if (held) {
 #pragma unroll
-      for (int i = 0; i < ROUTER_HELD; ++i) {
-        int e = (int)(lane + WARP * i);
-        if (e < experts && !(taken >> i & 1u) && ranks_before(keys[i], e, key, id)) {
+      for (int i = 0; i < ROUTER_HELD; ++i)
+        if (keys[i] > key) {
           key = keys[i];
-          id = e;
+          id = (int)(lane + WARP * i);
         }
-      }
     } else {
       for (int64_t e = lane; e < experts; e += WARP) {
         unsigned candidate = order_key(row[e]);
@@ -219,14 +220,28 @@ DEVICE void router_fast(const float *logits, int64_t tokens, int64_t experts, in
         }
       }
     }
-    router_pick(&key, &id);
-    if ((unsigned)id % WARP == lane) taken |= 1u << ((unsigned)id / WARP);
+    unsigned top = warp_max(key);
+    id = (int)warp_min(key == top ? (unsigned)id : 0xffffffffu);
+    key = top;
+#pragma unroll
+    for (int i = 0; i < ROUTER_HELD; ++i)
+      if (id == (int)(lane + WARP * i)) keys[i] = 0;
+    if (j == 0) first_key = key;
+    if (lane == (unsigned)j) {
+      my_key = key;
+      my_id = id;
+    }
     last_key = key;
     last_id = id;
-    best[j] = value_of(key);
-    if (lane == 0) ids[token * k + j] = id;
   }
-  if (lane == 0) router_softmax(best, k, weights + token * k);
+  float top = value_of(first_key);
+  float weight = lane < (unsigned)k ? router_exp(value_of(my_key), top) : 0.0f;
+  float total = weight;
+  for (int mask = WARP / 2; mask > 0; mask /= 2) total += warp_xor(total, mask);
+  if (lane < (unsigned)k) {
+    ids[token * k + lane] = my_id;
+    weights[token * k + lane] = weight / total;
+  }
 }
 
 // Portable: one thread per token, insertion into a sorted list of k.
@@ -250,12 +265,12 @@ DEVICE void router_portable(const float *logits, int64_t tokens, int64_t experts
     keys[at] = key;
     best_ids[at] = e;
   }
-  float best[STRATA_ROUTER_MAX_K];
+  float top = nan_as_minus_inf(row[best_ids[0]]), total = 0.0f;
+  for (int j = 0; j < k; ++j) total += router_exp(nan_as_minus_inf(row[best_ids[j]]), top);
   for (int j = 0; j < k; ++j) {
-    best[j] = nan_as_minus_inf(row[best_ids[j]]);
     ids[token * k + j] = best_ids[j];
+    weights[token * k + j] = router_exp(nan_as_minus_inf(row[best_ids[j]]), top) / total;
   }
-  router_softmax(best, k, weights + token * k);
 }
 
 KERNEL void strata_router_topk(const float *logits, int64_t tokens, int64_t experts, int k,
@@ -267,30 +282,64 @@ KERNEL void strata_router_topk(const float *logits, int64_t tokens, int64_t expe
 }
 
 // ---------------------------------------------------------------------------------------
-// topk: a workgroup a chunk. Workgroup b of a grid of g takes the b-th of g equal chunks of
-// scores (the launcher keeps each at least k long) and writes its top k at ids + b k and
-// values + b k, ids counted in the whole of scores; with one workgroup that is the answer,
-// sorted, and with several the launcher selects again among their g k picks, left unsorted
-// in index order within each chunk, which keeps equal scores in index order. In a chunk, a
-// radix select over the order keys (four 8-bit digits) finds the k-th key; the keys above it
-// and the first ties by index are gathered in index order (and sorted in LDS when alone). Every variant code is accepted: the GPU has
-// this one kernel for all bands.
+// topk: a workgroup a chunk. Workgroup b of a grid of g takes scores b n / g up to
+// (b + 1) n / g (the launcher keeps each chunk at least k and at most TOPK_HELD long) and writes its top k
+// at ids + b k and values + b k, ids counted in the whole of scores; with one workgroup that is
+// the answer, sorted, and with several the launcher selects again among their g k picks, left
+// unsorted in index order within each chunk, which keeps equal scores in index order. The
+// chunk's order keys are read once into LDS; a radix select over them (four 8-bit digits)
+// finds the k-th key, and the keys above it and the first ties by index are gathered in index
+// order (and sorted in LDS when alone). Every variant code is accepted: the GPU has this one
+// kernel for all bands.
 
 #define TOPK_BINS 256
+#define TOPK_HELD 8192
+#define TOPK_BINS_PER_LANE (TOPK_BINS / WARP)
 
+// Key i of the chunk sits at i + i / WARP, so that lanes reading contiguous slices of 32
+// keys meet distinct LDS banks.
+SHARED unsigned topk_chunk[TOPK_HELD + TOPK_HELD / WARP];
 SHARED unsigned topk_histogram[TOPK_BINS];
 SHARED unsigned topk_prefix, topk_needed;
-SHARED unsigned topk_counts[STRATA_BLOCK][2];
+SHARED unsigned topk_warp_totals[WARPS_PER_BLOCK][2];
 SHARED unsigned topk_keys[STRATA_TOPK_MAX_K];
 SHARED int topk_ids[STRATA_TOPK_MAX_K];
+
+DEVICE unsigned chunk_slot(int64_t i) { return (unsigned)(i + i / WARP); }
+
+// The sum of value over the lanes below this one in its logical warp.
+DEVICE unsigned warp_sum_below(unsigned value) {
+  unsigned lane = warp_lane(), group = value, below = 0;
+  for (int mask = 1; mask < WARP; mask *= 2) {
+    unsigned other = warp_xor(group, mask);
+    if (lane & mask) below += other;
+    group += other;
+  }
+  return below;
+}
+
+// Warp 0 finds the digit of the k-th key in the histogram: lane l sums bins 255 - 8l down to
+// 248 - 8l, and the lane whose span reaches the needed count walks its own bins.
+DEVICE void topk_pick_digit(int shift) {
+  unsigned lane = warp_lane(), top = TOPK_BINS - 1 - lane * TOPK_BINS_PER_LANE;
+  unsigned needed = topk_needed, span = 0;  // read before the exchange, written after it
+  for (unsigned b = 0; b < TOPK_BINS_PER_LANE; ++b) span += topk_histogram[top - b];
+  unsigned before = warp_sum_below(span);
+  if (before < needed && needed <= before + span) {
+    needed -= before;
+    unsigned digit = top;
+    while (topk_histogram[digit] < needed) needed -= topk_histogram[digit--];
+    topk_prefix |= digit << shift;
+    topk_needed = needed;
+  }
+}
 
 KERNEL void strata_topk(const float *all_scores, int64_t all_n, int k, int32_t *all_ids,
                         float *all_values, int variant) {
   (void)variant;
-  int64_t chunk = (all_n + grid_size() - 1) / grid_size();
-  int64_t base = (int64_t)block_id() * chunk;
+  int64_t base = (int64_t)block_id() * all_n / grid_size();
+  int64_t n = ((int64_t)block_id() + 1) * all_n / grid_size() - base;
   const float *scores = all_scores + base;
-  int64_t n = all_n - base < chunk ? all_n - base : chunk;
   int32_t *ids = all_ids + (int64_t)block_id() * k;
   float *values = all_values + (int64_t)block_id() * k;
   unsigned t = thread_id();
@@ -298,62 +347,56 @@ KERNEL void strata_topk(const float *all_scores, int64_t all_n, int k, int32_t *
     topk_prefix = 0;
     topk_needed = (unsigned)k;
   }
+  for (int64_t i = t; i < n; i += STRATA_BLOCK) topk_chunk[chunk_slot(i)] = order_key(scores[i]);
   for (int shift = 24; shift >= 0; shift -= 8) {
     unsigned high_mask = shift == 24 ? 0u : ~0u << (shift + 8);
     for (unsigned b = t; b < TOPK_BINS; b += STRATA_BLOCK) topk_histogram[b] = 0;
     sync_block();
     unsigned prefix = topk_prefix;
     for (int64_t i = t; i < n; i += STRATA_BLOCK) {
-      unsigned key = order_key(scores[i]);
+      unsigned key = topk_chunk[chunk_slot(i)];
       if ((key & high_mask) == prefix)
         __atomic_fetch_add(&topk_histogram[(key >> shift) & 0xff], 1u, __ATOMIC_RELAXED);
     }
     sync_block();
-    if (t == 0) {
-      unsigned needed = topk_needed;
-      int digit = TOPK_BINS - 1;
-      while (topk_histogram[digit] < needed) needed -= topk_histogram[digit--];
-      topk_prefix = prefix | ((unsigned)digit << shift);
-      topk_needed = needed;
-    }
+    if (t < WARP) topk_pick_digit(shift);
     sync_block();
   }
   unsigned threshold = topk_prefix, ties_taken = topk_needed;
 
-  // Each thread owns a contiguous slice, so that ties are taken in index order.
+  // Each thread owns a contiguous slice, so that ties are taken in index order; a scan over
+  // the threads' counts places each slice's picks.
   int64_t slice = (n + STRATA_BLOCK - 1) / STRATA_BLOCK;
   int64_t begin = t * slice, end = begin + slice < n ? begin + slice : n;
   unsigned above = 0, ties = 0;
   for (int64_t i = begin; i < end; ++i) {
-    unsigned key = order_key(scores[i]);
+    unsigned key = topk_chunk[chunk_slot(i)];
     above += key > threshold;
     ties += key == threshold;
   }
-  topk_counts[t][0] = above;
-  topk_counts[t][1] = ties;
-  sync_block();
-  if (t == 0) {
-    unsigned above_total = 0, ties_total = 0;
-    for (int s = 0; s < STRATA_BLOCK; ++s) {
-      unsigned a = topk_counts[s][0], e = topk_counts[s][1];
-      topk_counts[s][0] = above_total;
-      topk_counts[s][1] = ties_total;
-      above_total += a;
-      ties_total += e;
-    }
-    topk_prefix = above_total;
+  unsigned at_above = warp_sum_below(above), at_tie = warp_sum_below(ties);
+  unsigned warp = t / WARP;
+  if (warp_lane() == WARP - 1) {
+    topk_warp_totals[warp][0] = at_above + above;
+    topk_warp_totals[warp][1] = at_tie + ties;
   }
   sync_block();
-  unsigned at_above = topk_counts[t][0], at_tie = topk_counts[t][1];
-  unsigned ties_base = topk_prefix;
+  unsigned above_total = 0;
+  for (unsigned w = 0; w < WARPS_PER_BLOCK; ++w) {
+    above_total += topk_warp_totals[w][0];
+    if (w < warp) {
+      at_above += topk_warp_totals[w][0];
+      at_tie += topk_warp_totals[w][1];
+    }
+  }
   for (int64_t i = begin; i < end; ++i) {
-    unsigned key = order_key(scores[i]);
+    unsigned key = topk_chunk[chunk_slot(i)];
     if (key > threshold) {
       topk_keys[at_above] = key;
       topk_ids[at_above++] = (int)i;
     } else if (key == threshold && at_tie < ties_taken) {
-      topk_keys[ties_base + at_tie] = key;
-      topk_ids[ties_base + at_tie++] = (int)i;
+      topk_keys[above_total + at_tie] = key;
+      topk_ids[above_total + at_tie++] = (int)i;
     } else if (key == threshold) {
       ++at_tie;
     }

@@ -34,6 +34,8 @@ MATVEC_ROWS = 2
 #: bench/gpu_kernels.py) and per pick
 TOPK_CHUNK = 4096
 TOPK_CHUNK_PER_PICK = 8
+#: scores a topk workgroup holds in LDS (TOPK_HELD of the source)
+TOPK_HELD = 8192
 #: the read kernel's grid: enough blocks to fill any card, each thread several 16-byte words
 READ_WORDS_PER_THREAD = 8
 MAX_READ_BLOCKS = 4096
@@ -123,16 +125,14 @@ def launch_problems(code: code_object.CodeObject, target: str) -> list[str]:
 
 def topk_stages(n: int, k: int) -> list[int]:
     """The grid of each topk launch for n scores: while chunks of the stage's size (TOPK_CHUNK
-    scores, or TOPK_CHUNK_PER_PICK a pick for a larger k) leave at most half as many picks, a
-    stage of that many workgroups, each chunk at least k long; then one workgroup over the
-    last picks."""
-    chunk = max(TOPK_CHUNK, TOPK_CHUNK_PER_PICK * k)
+    scores, or TOPK_CHUNK_PER_PICK a pick for a larger k, at most TOPK_HELD) leave at most
+    half as many picks, or the scores are more than one workgroup holds, a stage of that many
+    workgroups; then one workgroup over the last picks."""
+    chunk = min(max(TOPK_CHUNK, TOPK_CHUNK_PER_PICK * k), TOPK_HELD)
     grids: list[int] = []
     while True:
-        grid = n // chunk
-        while grid > 1 and n - (grid - 1) * -(-n // grid) < k:
-            grid -= 1
-        if grid < 2 or grid * k * 2 > n:
+        grid = max(n // chunk, -(-n // TOPK_HELD))
+        if n <= TOPK_HELD and (grid < 2 or grid * k * 2 > n):
             return [*grids, 1]
         grids.append(grid)
         n = grid * k
@@ -151,10 +151,21 @@ def _blocks(items: int, per_block: int) -> int:
 
 
 class GpuKernels:
-    """The ABI's operations on one card; ``seconds`` is the last kernel's time on the GPU."""
+    """The ABI's operations on one card; ``seconds`` is the last operation's time on the GPU:
+    the median of ``repeats`` event-timed launches on inputs uploaded once. With ``hold_bytes``,
+    the read kernel over that many bytes runs before each timed launch, so that the launches
+    wait queued and the events time the GPU alone, not the host's launch latency."""
 
-    def __init__(self, runtime: GpuRuntime, code: code_object.CodeObject, gpu: Card) -> None:
-        self.runtime, self.code, self.gpu = runtime, code, gpu
+    def __init__(
+        self,
+        runtime: GpuRuntime,
+        code: code_object.CodeObject,
+        gpu: Card,
+        *,
+        repeats: int = 1,
+        hold_bytes: int = 0,
+    ) -> None:
+        self.runtime, self.code, self.gpu, self.repeats = runtime, code, gpu, repeats
         runtime.set_device(gpu.index)
         self.module = runtime.load_module(code.path.read_bytes(), code.path.name)
         self.functions = {
@@ -164,12 +175,21 @@ class GpuKernels:
         self.stream = runtime.stream()
         self.start, self.stop = runtime.event(), runtime.event()
         self.seconds = 0.0
+        self._held: list[Any] = []
+
+        def keep(nbytes: int) -> Any:
+            self._held.append(runtime.malloc(nbytes))
+            return self._held[-1]
+
+        self.hold = [self._read_launch(hold_bytes, keep)] if hold_bytes else []
 
     def close(self) -> None:
         """Release the stream, the events and the module."""
         self.runtime.destroy_event(self.start)
         self.runtime.destroy_event(self.stop)
         self.runtime.destroy_stream(self.stream)
+        for pointer in self._held:
+            self.runtime.free(pointer)
         self.runtime.unload_module(self.module)
 
     @contextlib.contextmanager
@@ -190,9 +210,12 @@ class GpuKernels:
     def _launch_timed(
         self, launches: list[tuple[str, int, bytes]], downloads: list[tuple[np.ndarray, Any]]
     ) -> float:
-        """Run ``launches`` (operation, grid, packed arguments) between the two events, then
-        copy ``downloads`` (array, device buffer) back; the seconds between the events."""
+        """Run ``launches`` (operation, grid, packed arguments) between the two events, after
+        the hold when there is one, then copy ``downloads`` (array, device buffer) back; the
+        seconds between the events."""
         rt = self.runtime
+        for op, grid, args in self.hold:
+            rt.launch(self.functions[op], grid, BLOCK, args, self.stream, op)
         rt.record(self.start, self.stream)
         for op, grid, args in launches:
             rt.launch(self.functions[op], grid, BLOCK, args, self.stream, op)
@@ -201,6 +224,13 @@ class GpuKernels:
             rt.download(array, pointer, self.stream)
         rt.synchronize(self.stream)
         return rt.elapsed_s(self.start, self.stop)
+
+    def _timed(
+        self, launches: list[tuple[str, int, bytes]], downloads: list[tuple[np.ndarray, Any]]
+    ) -> float:
+        return statistics.median(
+            self._launch_timed(launches, downloads) for _ in range(self.repeats)
+        )
 
     def _run(self, op: str, grid: int, inputs: dict, outputs: dict, scalars: dict) -> None:
         rt = self.runtime
@@ -211,7 +241,7 @@ class GpuKernels:
             addresses = {n: rt.address(p) for n, p in pointers.items()}
             args = abi.pack(op, addresses | scalars, self.code.kernel(op))
             downloads = [(array, pointers[name]) for name, array in outputs.items()]
-            self.seconds = self._launch_timed([(op, grid, args)], downloads)
+            self.seconds = self._timed([(op, grid, args)], downloads)
 
     def matvec_q8_0(self, qs, d, xq, xd) -> np.ndarray:
         check_matvec_shapes(qs, d, xq, xd)
@@ -266,24 +296,28 @@ class GpuKernels:
                 downloads.append((ids, ids_at))
                 source, n = values_at, grid * k
             downloads.append((picks[-1][1], source))
-            self.seconds = self._launch_timed(launches, downloads)
+            self.seconds = self._timed(launches, downloads)
         return compose_picks([ids for ids, _ in picks]), picks[-1][1]
 
     def read_bandwidth(self, nbytes: int, repeats: int = 5) -> float:
         """GB/s of the read kernel over a buffer of ``nbytes`` on the card (median of
         ``repeats`` after one warm-up), as HIP or CUDA events time it."""
-        rt, words = self.runtime, nbytes // 16
         with self._allocations() as take:
-            buffer, sink = take(words * 16), take(4)
-            args = abi.pack(
-                "read_bytes",
-                {"buffer": rt.address(buffer), "words": words, "sink": rt.address(sink)},
-                self.code.kernel("read_bytes"),
-            )
-            grid = min(_blocks(words, BLOCK * READ_WORDS_PER_THREAD), MAX_READ_BLOCKS)
-            launch = [("read_bytes", grid, args)]
+            launch = [self._read_launch(nbytes, take)]
             times = [self._launch_timed(launch, []) for _ in range(repeats + 1)]
-        return words * 16 / statistics.median(times[1:]) / 1e9
+        return nbytes // 16 * 16 / statistics.median(times[1:]) / 1e9
+
+    def _read_launch(self, nbytes: int, take: Callable[[int], Any]) -> tuple[str, int, bytes]:
+        """The read kernel over a buffer of ``nbytes`` from ``take``."""
+        rt, words = self.runtime, nbytes // 16
+        buffer, sink = take(words * 16), take(4)
+        args = abi.pack(
+            "read_bytes",
+            {"buffer": rt.address(buffer), "words": words, "sink": rt.address(sink)},
+            self.code.kernel("read_bytes"),
+        )
+        grid = min(_blocks(words, BLOCK * READ_WORDS_PER_THREAD), MAX_READ_BLOCKS)
+        return ("read_bytes", grid, args)
 
     def prompt_gemm(self, a, wt, variant: str) -> np.ndarray:
         """c = a @ wt.T with half inputs: a is M x K, wt is N x K. The WMMA kernel takes a
