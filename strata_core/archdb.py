@@ -47,7 +47,14 @@ class Arch:
     table_library: str | None = attrs.field(
         default=None, validator=attrs.validators.in_((HIPBLASLT, ROCBLAS, None))
     )
+    wmma_prompt_gemm: bool = False
+    portable_kernels: bool = False
     note: str = ""
+
+    @property
+    def matrix_core_kernels(self) -> bool:
+        """Whether the engine's build for this target runs kernels on the matrix cores."""
+        return self.matrix_cores and not self.portable_kernels
 
 
 def load(path: Path = DATA) -> dict[str, Arch]:

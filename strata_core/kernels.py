@@ -1,47 +1,68 @@
 """Kernel selection rules shared by the backends: which variant of each operation a device,
-its switches and the workload's shapes allow (AMD_HIP.md, "Speed switches", "Deep contexts",
-"RDNA2", "gfx906")."""
+its switches and the workload's shapes allow, and which library path the engine's prompt GEMMs
+take (AMD_HIP.md, "Speed switches", "Deep contexts", "RDNA2", "gfx906")."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+import attrs
+
 from . import archdb
 from .records import Device, KernelChoice, RunContext, Workload
+from .tuning.lookup import TuningDecision
 
-#: AMD_HIP.md, "Deep contexts": the wide kernel past about 135K cells, and from about 90K
-#: cells on a prompt read, where STRATA_TOPK_STREAM=0 skips the register kernel.
-WIDE_FROM_CELLS = 135_000
-REGISTER_BAND = (90_000, 135_000)
+#: AMD_HIP.md, "Deep contexts": "Past about 135K cells (and from about 90K cells on a prompt
+#: read) the top-k selection runs the wide kernel"; "Speed switches": STRATA_TOPK_STREAM=0 runs
+#: "the register kernel in the 90K-135K band".
+WIDE_PAST_CELLS = 135_000
+WIDE_FROM_CELLS_ON_A_PROMPT_READ = 90_000
 WMMA_MIN_QUERIES = 64
+#: the top-k of a decode step and the one of a prompt read
+TOPK_OPS = {False: "topk", True: "topk_prompt"}
 
 
-def topk_choice(switches: Mapping[str, str | None], cells: int) -> KernelChoice:
+def topk_choice(switches: Mapping[str, str | None], cells: int, prompt_read: bool) -> KernelChoice:
+    op = TOPK_OPS[prompt_read]
     if switches.get("STRATA_TOPK_OLD") == "1":
-        return KernelChoice("topk", "old", "STRATA_TOPK_OLD=1 runs the original top-k kernel")
-    if cells > WIDE_FROM_CELLS:
+        return KernelChoice(op, "old", "STRATA_TOPK_OLD=1 runs the original top-k kernel")
+    if cells > WIDE_PAST_CELLS:
         return KernelChoice(
-            "topk", "wide", f"{cells} cells: past {WIDE_FROM_CELLS} the wide kernel runs"
+            op, "wide", f"{cells} cells: past about 135K cells the top-k runs the wide kernel"
         )
-    low, high = REGISTER_BAND
-    if low <= cells <= high and switches.get("STRATA_TOPK_STREAM") == "0":
+    if prompt_read and cells >= WIDE_FROM_CELLS_ON_A_PROMPT_READ:
+        if switches.get("STRATA_TOPK_STREAM") == "0":
+            return KernelChoice(
+                op,
+                "heap",
+                f"{cells} cells on a prompt read: STRATA_TOPK_STREAM=0 runs the register "
+                "kernel in the 90K-135K band",
+            )
         return KernelChoice(
-            "topk",
+            op,
             "wide",
-            f"{cells} cells in the {low}-{high} band and "
-            "STRATA_TOPK_STREAM=0: the register kernel is skipped",
+            f"{cells} cells on a prompt read: from about 90K cells on a prompt read the top-k "
+            "runs the wide kernel",
         )
-    return KernelChoice("topk", "heap", f"{cells} cells: the register (heap) kernel")
+    band = "90K" if prompt_read else "135K"
+    return KernelChoice(op, "heap", f"{cells} cells: below {band} the register (heap) kernel")
 
 
-def gpu_topk_choice(switches: Mapping[str, str | None], cells: int) -> KernelChoice:
+def topk_choices(switches: Mapping[str, str | None], cells: int) -> tuple[KernelChoice, ...]:
+    """The engine's top-k for a decode step and for a prompt read over ``cells`` cells."""
+    return tuple(topk_choice(switches, cells, prompt_read) for prompt_read in TOPK_OPS)
+
+
+def gpu_topk_choices(switches: Mapping[str, str | None], cells: int) -> tuple[KernelChoice, ...]:
     """The GPU kernel library has one top-k kernel; the reason keeps the engine's band."""
-    engine = topk_choice(switches, cells)
-    return KernelChoice(
-        "topk",
-        "radix",
-        f"the GPU kernel library's one top-k kernel (a radix select) serves every band; "
-        f"the engine: {engine.reason}",
+    return tuple(
+        KernelChoice(
+            engine.op,
+            "radix",
+            f"the GPU kernel library's one top-k kernel (a radix select) serves every band; "
+            f"the engine: {engine.reason}",
+        )
+        for engine in topk_choices(switches, cells)
     )
 
 
@@ -58,6 +79,10 @@ def attention_choice(
     wmma = switches.get("STRATA_HIP_WMMA")
     if arch is None or not arch.matrix_cores:
         return KernelChoice("prompt_attention", "fp32", f"{device.gfx} has no matrix cores")
+    if arch.portable_kernels:
+        return KernelChoice(
+            "prompt_attention", "fp32", f"{device.gfx} builds with a warning; portable kernels"
+        )
     if wmma not in ("1", "auto"):
         return KernelChoice("prompt_attention", "fp32", "STRATA_HIP_WMMA is off")
     if context.kv != "int8":
@@ -83,21 +108,98 @@ def attention_choice(
     return KernelChoice("prompt_attention", "wmma", "STRATA_HIP_WMMA=1 with int8 KV")
 
 
+def prompt_gemm_choice(device: Device, switches: Mapping[str, str | None]) -> KernelChoice:
+    """The library path of the engine's prompt GEMMs (AMD_HIP.md: "Speed switches", "RDNA2",
+    "gfx906"); with_tables adds the tuning table the plan takes."""
+    arch = archdb.lookup(device.gfx)
+    sgemm, f16 = switches.get("STRATA_RDNA2_SGEMM"), switches.get("STRATA_HIP_PROMPT_F16") == "1"
+    if arch is not None and arch.table_library == archdb.ROCBLAS:
+        if f16 and sgemm in ("1", "all"):
+            return KernelChoice(
+                "prompt_gemm",
+                "rocblas-f16+sgemm",
+                f"rocBLAS, STRATA_HIP_PROMPT_F16=1 and STRATA_RDNA2_SGEMM={sgemm}: the FP16 "
+                "route runs first and SGEMM takes the products it leaves",
+            )
+        if f16:
+            return KernelChoice(
+                "prompt_gemm",
+                "rocblas-f16",
+                "rocBLAS, STRATA_HIP_PROMPT_F16=1: the 16-bit prompt GEMMs FP16 in and out",
+            )
+        if sgemm in ("1", "all"):
+            return KernelChoice(
+                "prompt_gemm",
+                "rocblas-sgemm",
+                f"rocBLAS, STRATA_RDNA2_SGEMM={sgemm}: both inputs widened to FP32, SGEMM",
+            )
+        return KernelChoice(
+            "prompt_gemm",
+            "rocblas",
+            f"{device.gfx}: hipBLASLt ships no gfx1030 kernels, so the plain hipBLAS path runs "
+            "(rocBLAS, FP16 in, FP32 out)",
+        )
+    if sgemm == "all":
+        return KernelChoice(
+            "prompt_gemm",
+            "hipblas-sgemm",
+            "STRATA_RDNA2_SGEMM=all: both inputs widened to FP32, SGEMM, on any AMD card",
+        )
+    if switches.get("STRATA_PF_GEMM") == "1":
+        if arch is not None and arch.wmma_prompt_gemm:
+            return KernelChoice(
+                "prompt_gemm",
+                "wmma",
+                "STRATA_PF_GEMM=1: the prompt's FP16 projections on the 128 x 256 WMMA GEMM",
+            )
+        why = (
+            "builds portable kernels"
+            if arch is not None and arch.portable_kernels
+            else "is not gfx11 (STRATA_PF_GEMM is gfx11 only; RDNA4 runs neither)"
+        )
+        return KernelChoice(
+            "prompt_gemm", "hipblas", f"the prompt GEMMs run through hipBLAS: {device.gfx} {why}"
+        )
+    if device.gfx == "gfx906":
+        return KernelChoice(
+            "prompt_gemm",
+            "hipblas",
+            "gfx906: hipBLAS (rocBLAS with gfx906 kernels); hipBLASLt is not used",
+        )
+    return KernelChoice("prompt_gemm", "hipblas", "the prompt GEMMs run through hipBLAS")
+
+
+def with_tables(
+    kernels: Mapping[str, KernelChoice], decisions: Mapping[str, TuningDecision]
+) -> dict[str, KernelChoice]:
+    """``kernels`` with the prompt GEMM's tuning table where the plan takes one: hipBLAS with a
+    hipBLASLt table is the hipBLASLt path; a rocBLAS table serves the FP16 route."""
+    chosen = dict(kernels)
+    gemm = chosen.get("prompt_gemm")
+    hipblaslt, rocblas = decisions.get("hipblaslt"), decisions.get("rocblas")
+    if gemm is None:
+        return chosen
+    if gemm.variant == "hipblas" and hipblaslt is not None and hipblaslt.used:
+        chosen["prompt_gemm"] = KernelChoice(
+            "prompt_gemm", "hipblaslt", f"hipBLASLt with the tuning table {hipblaslt.table}"
+        )
+    elif gemm.variant.startswith("rocblas-f16") and rocblas is not None and rocblas.used:
+        chosen["prompt_gemm"] = attrs.evolve(
+            gemm, reason=f"{gemm.reason}; the FP16 route with the rocBLAS table {rocblas.table}"
+        )
+    return chosen
+
+
 def hip_choices(
     device: Device, context: RunContext, switches: Mapping[str, str | None], workload: Workload
 ) -> tuple[KernelChoice, ...]:
     """What a HIP build of the engine runs on this device."""
     arch = archdb.lookup(device.gfx)
     dot = arch.int8_dot if arch else "v_dot4_i32_i8"
-    matrix = arch is not None and arch.matrix_cores
     return (
         KernelChoice("matvec_q8_0", dot, f"{device.gfx}'s int8 dot instruction"),
         router_choice(switches),
-        gpu_topk_choice(switches, workload.context_cells),
-        KernelChoice(
-            "prompt_gemm",
-            "wmma" if matrix else "fma",
-            f"{device.gfx} {'has' if matrix else 'has no'} matrix cores",
-        ),
+        *gpu_topk_choices(switches, workload.context_cells),
+        prompt_gemm_choice(device, switches),
         attention_choice(device, context, switches, workload),
     )

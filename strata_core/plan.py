@@ -11,6 +11,7 @@ from . import archdb, packages
 from .answer_cache import Recorder
 from .archdb import SupportStatus
 from .core_switches import CONTROL_VARIABLES
+from .kernels import with_tables
 from .manager import PluginManager
 from .records import Device, KernelChoice, KernelLibrary, RunContext, Workload
 from .resolve import Resolved, parse_engine_args, resolve
@@ -230,7 +231,8 @@ def with_tuning(
     recorder: Recorder,
 ) -> Plan:
     """The plan with its hipBLASLt and rocBLAS table decisions, their start lines and
-    warnings. ``dirs`` are the folders searched before the plugin's own."""
+    warnings, and the prompt GEMM's path with the table it takes. ``dirs`` are the folders
+    searched before the plugin's own."""
     folders = [*dirs, *manager.tuning_dirs(plan.plugin, plan.device)]
     decisions = {
         "hipblaslt": decide_hipblaslt(
@@ -243,6 +245,7 @@ def with_tuning(
     return attrs.evolve(
         plan,
         tuning=decisions,
+        kernels=with_tables(plan.kernels, decisions),
         log=plan.log + tuple(line for d in decisions.values() for line in d.log),
         warnings=plan.warnings + tuple(w for d in decisions.values() for w in d.warnings),
     )

@@ -120,6 +120,7 @@ def run_switch_trials(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         ),
         "topk": lambda variant: lib.topk(inputs["topk"], workload.cells_kept, variant),
     }
+    calls["topk_prompt"] = calls["topk"]
     results = []
     for trial in TRIALS:
         never = trial.never(context)

@@ -86,7 +86,7 @@ def test_the_launcher_packs_what_the_metadata_says(stand_in, tmp_path, monkeypat
     kernels = GpuKernels(runtime, start_check("hip_rdna4", _library("hip_rdna4"), gpu), gpu)
     kernels.topk(np.arange(5000, dtype=np.float32), 64, "radix")
     kernels.router_topk(np.zeros((20, 128), dtype=np.float32), 8, "fast")
-    kernels.prompt_gemm(np.zeros((40, 64), np.float16), np.zeros((48, 64), np.float16), "wmma")
+    kernels.prompt_gemm(np.zeros((40, 64), np.float16), np.zeros((48, 64), np.float16))
     assert kernels.seconds == 0.25e-3  # the stand-in's 0.25 ms
     topk, router, gemm = (line.split() for line in launches.read_text().splitlines())
     scores, n, k, ids, values, variant = struct.unpack("<Qqi4xQQi", bytes.fromhex(topk[3]))
@@ -171,10 +171,11 @@ def test_a_variant_the_kernel_library_lacks_is_one_line(stand_in):
 #: (card, the stand-in's architecture and warp size, what the plan chooses on it)
 CARDS = {
     "gfx1201": (R9700, "gfx1201", "32", {"matvec_q8_0": "v_dot4_i32_iu8",
-                                          "prompt_gemm": "wmma"}),
+                                          "prompt_gemm": "hipblas"}),
     "gfx1030": (fake_gpu("gfx1030"), "gfx1030", "32", {"matvec_q8_0": "v_dot4_i32_i8",
-                                                        "prompt_gemm": "fma"}),
-    "gfx906": (MI50, "gfx906", "64", {"matvec_q8_0": "v_dot4_i32_i8", "prompt_gemm": "fma"}),
+                                                        "prompt_gemm": "rocblas"}),
+    "gfx906": (MI50, "gfx906", "64", {"matvec_q8_0": "v_dot4_i32_i8",
+                                      "prompt_gemm": "hipblas"}),
 }  # fmt: skip
 ROUTERS = {"fast": {}, "portable": {"STRATA_HIP_ROUTER_OLD": "1"}}
 
@@ -202,11 +203,17 @@ def test_run_on_a_card_runs_every_operation_and_variant_the_plan_chooses(
     assert (answer["backend"], answer["target"]) == ("hip", arch)
     kernels = answer["kernels"]
     assert set(kernels) == {
-        "matvec_q8_0", "router_topk", "router_topk_prompt", "topk", "prompt_gemm"
+        "matvec_q8_0", "router_topk", "router_topk_prompt", "topk", "topk_prompt", "prompt_gemm"
     }  # fmt: skip
     assert all(k["checked"] == k["calls"] > 0 for k in kernels.values())
-    want = chosen | {"router_topk": router, "router_topk_prompt": router, "topk": "radix"}
+    want = chosen | {"router_topk": router, "router_topk_prompt": router, "topk": "radix",
+                     "topk_prompt": "radix"}  # fmt: skip
     assert {name: k["variant"] for name, k in kernels.items()} == want
+    ran = "WMMA" if target == "gfx1201" else "FMA"  # the library's GEMM is compiled per target
+    assert kernels["prompt_gemm"]["reason"].endswith(
+        f"; on the card the kernel library's {ran} GEMM stands in for "
+        f"{chosen['prompt_gemm']}, which strata does not bind"
+    )
     launched = [line.split() for line in launches.read_text().splitlines()]
     assert {line[0] for line in launched} == {"strata_" + op for op in abi.OPERATIONS}
     names = [name for name, _ in abi.OPERATIONS["router_topk"]]

@@ -6,6 +6,7 @@ import pytest
 from strata_core.errors import StrataError
 from strata_core.host import q8, reference
 from strata_core.host.library import HostLibrary
+from strata_core.kernels import topk_choice
 
 
 @pytest.fixture(scope="module")
@@ -14,7 +15,7 @@ def lib():
 
 
 def test_the_library_says_its_abi_and_operations(lib):
-    assert lib.lib.strata_abi_version() == 2
+    assert lib.lib.strata_abi_version() == 3
     assert lib.operations == ("matvec_q8_0", "router_topk", "topk")
     assert lib.isa in ("avx512vnni", "avxvnni", "avx2", "baseline")
     assert lib.path.is_absolute() and lib.path.parent.name == "host"
@@ -72,10 +73,14 @@ def test_topk(lib, variant, n, k):
     np.testing.assert_array_equal(values, expected_values)
 
 
-def test_topk_bands(lib):
-    assert lib.topk_variant_for(90_000) == "heap"
-    assert lib.topk_variant_for(135_000) == "heap"
-    assert lib.topk_variant_for(135_001) == "wide"
+@pytest.mark.parametrize("prompt_read", [False, True])
+@pytest.mark.parametrize("cells", [1000, 89_999, 90_000, 131_072, 135_000, 135_001, 524_288])
+def test_the_host_library_bands_are_the_plans(lib, cells, prompt_read):
+    """AMD_HIP.md: "Past about 135K cells (and from about 90K cells on a prompt read) the
+    top-k selection runs the wide kernel"; the C library's own band agrees with the plan's."""
+    plan = topk_choice({}, cells, prompt_read).variant
+    assert lib.topk_variant_for(cells, prompt_read) == plan
+    assert plan == ("wide" if cells > 135_000 or (prompt_read and cells >= 90_000) else "heap")
 
 
 def test_topk_rejects_k_larger_than_n(lib):

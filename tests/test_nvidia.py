@@ -113,7 +113,7 @@ def test_run_on_an_nvidia_card_runs_every_kernel_through_the_driver(
     assert kernels["matvec_q8_0"]["bandwidth_of_read"] is not None
     assert {name: k["variant"] for name, k in kernels.items()} == {
         "matvec_q8_0": "dp4a", "router_topk": "fast", "router_topk_prompt": "fast",
-        "topk": "radix", "prompt_gemm": "fma",
+        "topk": "radix", "topk_prompt": "radix", "prompt_gemm": "fma",
     }  # fmt: skip
     launched = {line.split()[0] for line in launches.read_text().splitlines()}
     assert launched == {"strata_" + op for op in abi.OPERATIONS}

@@ -44,10 +44,12 @@ def test_no_gpu_runs_the_host_workload_and_checks_every_result(env, tmp_path):
         "router_topk",
         "router_topk_prompt",
         "topk",
+        "topk_prompt",
         "prompt_gemm",
     }
     assert kernels["matvec_q8_0"]["calls"] == kernels["matvec_q8_0"]["checked"] == 3
-    assert kernels["topk"]["calls"] == kernels["topk"]["checked"] == 5
+    assert kernels["topk"]["calls"] == kernels["topk"]["checked"] == 3
+    assert kernels["topk_prompt"]["calls"] == kernels["topk_prompt"]["checked"] == 2
     assert kernels["prompt_gemm"]["checked"] == 2
     assert kernels["topk"]["variant"] == "heap"
     assert all(k["median_ms"] > 0 and k["throughput"] > 0 for k in kernels.values())
@@ -172,6 +174,7 @@ def test_a_wrong_kernel_result_stops_the_run(monkeypatch):
             ("matvec_q8_0", "avx2"),
             ("router_topk", "fast"),
             ("topk", "heap"),
+            ("topk_prompt", "wide"),
             ("prompt_gemm", "blas"),
         )
     }

@@ -384,15 +384,16 @@ static void old_select(item *best, int k, const float *s, int64_t n) {
     }
 }
 
-int strata_topk_variant_for(int64_t n) {
-    /* AMD_HIP.md, "Deep contexts": the wide kernel past about 135K cells. */
-    return n > 135000 ? STRATA_TOPK_WIDE : STRATA_TOPK_HEAP;
+int strata_topk_variant_for(int64_t n, int prompt_read) {
+    /* AMD_HIP.md, "Deep contexts": "Past about 135K cells (and from about 90K cells on a
+     * prompt read) the top-k selection runs the wide kernel". */
+    return n > 135000 || (prompt_read && n >= 90000) ? STRATA_TOPK_WIDE : STRATA_TOPK_HEAP;
 }
 
 int strata_topk(const float *scores, int64_t n, int k, int32_t *ids, float *values,
                 int variant) {
     if (!scores || !ids || !values || k <= 0 || n < k || n > INT32_MAX) return STRATA_E_ARGUMENT;
-    if (variant == STRATA_TOPK_AUTO) variant = strata_topk_variant_for(n);
+    if (variant == STRATA_TOPK_AUTO) variant = strata_topk_variant_for(n, 0);
     item *best = malloc((size_t)k * sizeof *best);
     if (!best) return STRATA_E_NOMEM;
     int status = STRATA_OK;

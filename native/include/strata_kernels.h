@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#define STRATA_KERNEL_ABI_VERSION 2
+#define STRATA_KERNEL_ABI_VERSION 3
 #define STRATA_Q8_BLOCK 32
 
 #define STRATA_OK 0
@@ -21,7 +21,7 @@
 #define STRATA_E_NOMEM -2      /* scratch memory could not be allocated */
 
 /* Variants of strata_topk. */
-#define STRATA_TOPK_AUTO 0     /* the band for n: see strata_topk_variant_for */
+#define STRATA_TOPK_AUTO 0     /* a decode step's band for n: see strata_topk_variant_for */
 #define STRATA_TOPK_HEAP 1     /* threshold-filtered min-heap (the register band's kernel) */
 #define STRATA_TOPK_WIDE 2     /* two passes: a radix threshold, then the candidates */
 #define STRATA_TOPK_OLD 3      /* the original kernel: insertion into a sorted list */
@@ -68,8 +68,9 @@ int strata_router_topk(const float *logits, int64_t tokens, int64_t experts, int
 /* The k largest scores (ties: lower index first), descending; NaN counts as smallest. */
 int strata_topk(const float *scores, int64_t n, int k, int32_t *ids, float *values,
                 int variant);
-/* The variant STRATA_TOPK_AUTO takes for n cells. */
-int strata_topk_variant_for(int64_t n);
+/* The engine's band for n cells on a decode step (prompt_read 0, what STRATA_TOPK_AUTO takes)
+ * or a prompt read (prompt_read 1). */
+int strata_topk_variant_for(int64_t n, int prompt_read);
 
 /* Reads bytes (a multiple of 8) with every thread and returns a checksum: the measure of
  * the machine's read bandwidth that matvec speeds are reported against. */

@@ -40,15 +40,20 @@ TOPK_HELD = 8192
 READ_WORDS_PER_THREAD = 8
 MAX_READ_BLOCKS = 4096
 #: The kernel library's variants by the names the plan gives them, as the ABI's codes. The one
-#: top-k kernel (a radix select) serves every band; the GEMM variant is compiled in.
+#: top-k kernel (a radix select) serves every band; the GEMM is compiled in (library_gemm).
 VARIANTS = {
     "router_topk": {
         "fast": kernel_abi.integer_const("STRATA_ROUTER_FAST"),
         "portable": kernel_abi.integer_const("STRATA_ROUTER_PORTABLE"),
     },
     "topk": {"radix": kernel_abi.integer_const("STRATA_TOPK_AUTO")},
-    "prompt_gemm": {"wmma": 1, "fma": 0},
 }
+
+
+def library_gemm(target: str) -> str:
+    """The prompt GEMM the kernel library compiles for a target (the source's #if): WMMA on
+    gfx11 and gfx12, FMA on LDS tiles elsewhere, NVIDIA included."""
+    return "wmma" if target.startswith(("gfx11", "gfx12")) else "fma"
 
 
 def variant_code(op: str, variant: str) -> int:
@@ -319,10 +324,10 @@ class GpuKernels:
         grid = min(_blocks(words, BLOCK * READ_WORDS_PER_THREAD), MAX_READ_BLOCKS)
         return ("read_bytes", grid, args)
 
-    def prompt_gemm(self, a, wt, variant: str) -> np.ndarray:
+    def prompt_gemm(self, a, wt) -> np.ndarray:
         """c = a @ wt.T with half inputs: a is M x K, wt is N x K. The WMMA kernel takes a
         16 x 16 tile a logical warp, the FMA kernel one a workgroup."""
-        wmma = variant_code("prompt_gemm", variant)
+        wmma = library_gemm(self.code.target) == "wmma"
         (m, k), n = a.shape, wt.shape[0]
         c = np.empty((m, n), dtype=np.float32)
         tiles = _blocks(m, TILE) * _blocks(n, TILE)

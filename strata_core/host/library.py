@@ -119,8 +119,8 @@ class HostLibrary:
         )
         return ids, values
 
-    def topk_variant_for(self, cells: int) -> str:
-        code = self.lib.strata_topk_variant_for(cells)
+    def topk_variant_for(self, cells: int, prompt_read: bool) -> str:
+        code = self.lib.strata_topk_variant_for(cells, int(prompt_read))
         return next(name for name, value in TOPK_VARIANTS.items() if value == code)
 
     def read_bytes(self, buffer: np.ndarray) -> int:

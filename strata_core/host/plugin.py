@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..hookspec import hookimpl
-from ..kernels import router_choice, topk_choice
+from ..kernels import router_choice, topk_choices
 from ..records import Claim, Device, KernelChoice, RunContext, Workload
 from ..switches import Switch
 from .platform import cpu_name, kernel_isa
@@ -79,7 +79,7 @@ def strata_select_kernels(
             else f"STRATA_HOST_ISA={switches['STRATA_HOST_ISA']}",
         ),
         router,
-        topk_choice(switches, workload.context_cells),
+        *topk_choices(switches, workload.context_cells),
         KernelChoice(
             "prompt_gemm",
             "blas",

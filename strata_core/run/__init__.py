@@ -108,6 +108,7 @@ def run_on_gpu(plan: Plan) -> RunOutcome:
 def _check_gpu(
     plan: Plan, settings: RunSettings, host: HostRun, answer: dict, results
 ) -> RunOutcome:
+    from ..hip.library import library_gemm
     from ..host.library import HostLibrary
     from .gpu_backend import HalfGemm
 
@@ -126,6 +127,12 @@ def _check_gpu(
         "the host backend's result",
         f"the {code.name} code object",
     )
+    path, ran = plan.kernels["prompt_gemm"].variant, library_gemm(answer["target"])
+    if path != ran and "prompt_gemm" in reports:
+        reports["prompt_gemm"].reason += (
+            f"; on the card the kernel library's {ran.upper()} GEMM stands in for {path}, "
+            "which strata does not bind"
+        )
     facts = {
         "plugin": plan.plugin,
         "card": answer["card"],

@@ -42,12 +42,12 @@ class HalfGemm:
 class GpuGemm(HalfGemm):
     """The prompt GEMM on the GPU over one weight matrix, kept as half N x K."""
 
-    def __init__(self, gpu: GpuKernels, w: np.ndarray, variant: str) -> None:
+    def __init__(self, gpu: GpuKernels, w: np.ndarray) -> None:
         super().__init__(w)
-        self.gpu, self.variant = gpu, variant
+        self.gpu = gpu
 
     def __call__(self, x: np.ndarray, solution: str = "default") -> np.ndarray:
-        return self.gpu.prompt_gemm(x.astype(np.float16), self.wt, self.variant)
+        return self.gpu.prompt_gemm(x.astype(np.float16), self.wt)
 
 
 @attrs.frozen

@@ -80,7 +80,7 @@ def run(folder: Path) -> dict:
         return {"refused": str(refused)}
     inputs = make_inputs(job.workload, job.seed)
     kernels = gpu.kernels
-    gemm = GpuGemm(kernels, inputs.w, job.choices["prompt_gemm"].variant)
+    gemm = GpuGemm(kernels, inputs.w)
     dispatch = TunedDispatch(None, f"{job.plugin} GEMM")
     try:
         read_gbs = kernels.read_bandwidth(job.workload.gpu_read_bytes)

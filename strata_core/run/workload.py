@@ -21,6 +21,8 @@ from ..records import KernelChoice, Workload
 from ..tuning.dispatch import TunedDispatch
 
 GB = 1e9
+#: the decode step's top-k and the prompt read's: the last call of each step
+TOPK_OPS = ("topk", "topk_prompt")
 BANDWIDTH_BUFFER = 256 << 20
 #: The operations the workload runs, each with the unit of its throughput.
 REPORTS = {
@@ -28,6 +30,7 @@ REPORTS = {
     "router_topk": ("router_topk", "tokens/s"),
     "router_topk_prompt": ("router_topk", "tokens/s"),
     "topk": ("topk", "cells/s"),
+    "topk_prompt": ("topk_prompt", "cells/s"),
     "prompt_gemm": ("prompt_gemm", "GFLOP/s"),
 }
 
@@ -110,7 +113,7 @@ def make_inputs(workload: Workload, seed: int = 0) -> Inputs:
         x = rng.standard_normal((w.prompt_tokens, w.hidden), dtype=np.float32)
         calls.append(Call(name, "prompt_gemm", (x,)))
         calls.append(Call(name, "router_topk_prompt", (logits(w.prompt_tokens),)))
-        calls.append(Call(name, "topk", (scores(),)))
+        calls.append(Call(name, "topk_prompt", (scores(),)))
     return Inputs(workload, qs, d, gemm_w, tuple(calls))
 
 
@@ -141,12 +144,12 @@ def execute(
             run = partial(kernels.matvec_q8_0, inputs.qs, inputs.d, *call.inputs)
         elif call.op == "router_topk":
             run = partial(kernels.router_topk, call.inputs[0], w.experts_per_token, variant)
-        elif call.op == "topk":
+        elif call.op in TOPK_OPS:
             run = partial(kernels.topk, call.inputs[0], w.cells_kept, variant)
         else:
             run = partial(dispatch.launch, gemm_key, partial(gemm, call.inputs[0]))
         done.append(clock(run))
-        if call.op == "topk" and progress is not None and progress.isatty():
+        if call.op in TOPK_OPS and progress is not None and progress.isatty():
             print(f"\rrun: step {len(done) // 3}/{steps}", end="", file=progress, flush=True)
     if progress is not None and progress.isatty():
         print(file=progress)
@@ -216,8 +219,9 @@ def check(
     matvec = reports["matvec_q8_0"]
     matvec.bytes_read = inputs.qs.nbytes + inputs.d.nbytes
     matvec.amount = matvec.bytes_read / GB
-    reports["topk"].amount = w.context_cells
-    reports["topk"].bytes_read = w.context_cells * 4
+    for op in TOPK_OPS:
+        reports[op].amount = w.context_cells
+        reports[op].bytes_read = w.context_cells * 4
     reports["prompt_gemm"].amount = 2.0 * w.prompt_tokens * w.hidden * w.ffn / GB
     reports["prompt_gemm"].bytes_read = 4.0 * (w.prompt_tokens * w.hidden + w.hidden * w.ffn)
     return {name: report for name, report in reports.items() if report.seconds}
@@ -236,7 +240,7 @@ def _agrees(
         return np.array_equal(ids, want_ids) and np.allclose(
             weights, want_weights, rtol=1e-5, atol=1e-7
         )
-    if call.op == "topk":
+    if call.op in TOPK_OPS:
         return np.array_equal(got[0], reference.topk(call.inputs[0], w.cells_kept)[0])
     return _close(got, gemm.expected(call.inputs[0]), gemm.tolerance)
 

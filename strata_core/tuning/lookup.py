@@ -169,6 +169,20 @@ def find_table(
     )
 
 
+def _no_hipblaslt(gfx: str) -> str | None:
+    """Why the engine runs no hipBLASLt on this target (AMD_HIP.md, "gfx906" and "RDNA2"), or
+    None where it may."""
+    arch = archdb.lookup(gfx)
+    if arch is None or arch.table_library == archdb.HIPBLASLT:
+        return None
+    if arch.table_library == archdb.ROCBLAS:
+        return (
+            f"{gfx}: hipBLASLt ships no gfx1030 kernels, so there is no hipBLASLt table and "
+            "the plain hipBLAS path runs"
+        )
+    return f"{gfx}: hipBLASLt is not used"
+
+
 def decide_hipblaslt(
     gfx: str,
     switches: Mapping[str, Resolved],
@@ -178,6 +192,14 @@ def decide_hipblaslt(
 ) -> TuningDecision:
     recorder = recorder or Recorder()
     forced = switches["STRATA_HIPBLASLT_TUNING"].value
+    no_hipblaslt = _no_hipblaslt(gfx)
+    if no_hipblaslt:
+        warnings = (
+            (f"STRATA_HIPBLASLT_TUNING={forced} is not used: {no_hipblaslt}",) if forced else ()
+        )
+        return TuningDecision(
+            None, False, no_hipblaslt, log=(_not_used(HIPBLASLT, no_hipblaslt),), warnings=warnings
+        )
     if forced:
         return _forced(HIPBLASLT, "STRATA_HIPBLASLT_TUNING", Path(forced), gfx, version, recorder)
     table_switch = switches["STRATA_HIPBLASLT_TABLE"]

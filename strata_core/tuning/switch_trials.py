@@ -38,7 +38,7 @@ def _sh_stream_never(context: RunContext) -> str | None:
 TRIALS = (
     SwitchTrial("STRATA_HIP_ROUTER_OLD", "1", "router_topk"),
     SwitchTrial("STRATA_TOPK_OLD", "1", "topk"),
-    SwitchTrial("STRATA_TOPK_STREAM", "0", "topk"),
+    SwitchTrial("STRATA_TOPK_STREAM", "0", "topk_prompt"),
     SwitchTrial("STRATA_SH_STREAM", "1", None, _sh_stream_never),
 )
 

@@ -21,14 +21,12 @@ def test_the_plan_for_an_rx_6600():
     assert plan.switches["STRATA_MTP_SIDE_STREAM"].value == "1"
     assert plan.switches["STRATA_MTP_SIDE_STREAM"].source == "arch-default"
     assert UNVALIDATED in plan.warnings
-    assert plan.kernels["prompt_gemm"].variant == "fma"
+    assert plan.kernels["prompt_gemm"].variant == "rocblas"  # gfx103x: through rocBLAS
 
 
 def test_it_claims_its_card_and_refuses_others(plugin_manager):
     manager = plugin_manager({"rx6600": plugin})
-    claims = dict(
-        manager.claims(device_for("gfx1032"))
-    )
+    claims = dict(manager.claims(device_for("gfx1032")))
     assert claims["rx6600"].score == 100
     other = manager.claims(device_for("gfx1030"))
     assert dict(other)["rx6600"].reason == "carries code for gfx1032, not gfx1030"

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from strata_core.arch_plugin import EXACT_MATCH, PATTERN_MATCH, ArchPlugin
 from strata_core.archdb import compute_capability, newest_ptx_for
 from strata_core.hookspec import hookimpl
-from strata_core.kernels import gpu_topk_choice, router_choice
+from strata_core.kernels import gpu_topk_choices, router_choice
 from strata_core.records import Claim, Device, KernelChoice, RunContext, Workload
 
 
@@ -52,7 +52,7 @@ class Cuda(ArchPlugin):
         return (
             KernelChoice("matvec_q8_0", "dp4a", "NVIDIA's int8 dot4 (dp4a, sm_61 and newer)"),
             router_choice(switches),
-            gpu_topk_choice(switches, workload.context_cells),
+            *gpu_topk_choices(switches, workload.context_cells),
             KernelChoice("prompt_gemm", "fma", "the kernel library's FMA GEMM on LDS tiles"),
         )
 
