@@ -14,6 +14,7 @@ from . import __version__
 from .answer_cache import Recorder
 from .context import KV_TYPES, OS_NAMES, PACKS
 from .errors import StrataError
+from .pictures import READERS
 from .report import warn
 
 if TYPE_CHECKING:
@@ -147,12 +148,20 @@ def _planning_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--os", choices=OS_NAMES, help="plan for this OS (default: this one)")
     parser.add_argument("--kv", choices=KV_TYPES, help="KV cache type (default: the config's --kv)")
     parser.add_argument(
-        "--pack", choices=PACKS, metavar="FORMAT", help=f"model pack format: {', '.join(PACKS)}"
+        "--pack",
+        type=pack_name,
+        metavar="FORMAT",
+        help=f"model pack format, in any case: {', '.join(PACKS)}",
     )
     parser.add_argument(
         "--kv-streaming",
         action="store_true",
         help="KV streaming on (the config's --kv-resident also says so)",
+    )
+    parser.add_argument(
+        "--vision",
+        choices=READERS,
+        help="the picture reader (default: the GPU's from 24 GB of VRAM, else the CPU's)",
     )
     parser.add_argument(
         "--ple-table-gib",
@@ -283,6 +292,14 @@ def _check_plugins(args: argparse.Namespace, manager: PluginManager) -> int:
     return 1 if any(found.values()) or manager.problems else 0
 
 
+def pack_name(text: str) -> str:
+    """A pack format as the page writes it, from any case (iq3_s is IQ3_S)."""
+    names = {p.upper(): p for p in PACKS}
+    if text.upper() not in names:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a pack format ({', '.join(PACKS)})")
+    return names[text.upper()]
+
+
 def plan_request(
     args: argparse.Namespace,
     env: Mapping[str, str],
@@ -312,6 +329,7 @@ def plan_request(
         os=args.os if planning else None,
         kv=args.kv if planning else None,
         pack=args.pack if planning else None,
+        vision=args.vision if planning else None,
         kv_streaming=planning and args.kv_streaming,
         ple_table_gib=args.ple_table_gib if planning else None,
         profile=args.profile if planning else None,
@@ -326,13 +344,15 @@ def plan_request(
 
 def _devices(request: PlanRequest, as_json: bool) -> int:
     from . import config as run_config
+    from .context import this_os
     from .pipeline import detect
     from .report import device_dict, devices_text
 
     _, config = run_config.find_and_load(request.config, request.env, request.recorder)
     detected = detect(request, config)
     selection, notes = detected.selection, (*detected.found.notes, *detected.selection.notes)
-    rows = [device_dict(a, selection) for a in detected.assignments]
+    os_name = request.os or this_os()
+    rows = [device_dict(a, selection, os_name, request.env) for a in detected.assignments]
     if as_json:
         print(
             json.dumps(

@@ -17,7 +17,7 @@ from .answer_cache import Recorder
 from .errors import StrataError
 
 #: The keys of the engine's server JSON config that strata reads; the rest are the engine's.
-SERVER_KEYS = ("exe", "args", "env", "gpu", "backend", "hipblaslt_table")
+SERVER_KEYS = ("exe", "args", "env", "gpu", "hip_ordinal", "backend", "hipblaslt_table")
 
 
 @attrs.frozen
@@ -29,9 +29,11 @@ class TuningSettings:
 @attrs.frozen
 class RunConfig:
     """``gpu``: a HIP number, a list of them (the last is the main card) or ``"all"``;
-    ``gpu_roles``: HIP number (as a string key) -> ``main`` or ``helper``."""
+    ``hip_ordinal``: the engine's server JSON's one HIP number; ``gpu_roles``: HIP number (as a
+    string key) -> ``main`` or ``helper``."""
 
     gpu: int | tuple[int, ...] | str | None = None
+    hip_ordinal: int | None = None
     gpu_roles: dict[str, str] = attrs.field(factory=dict)
     env: dict[str, str] = attrs.field(factory=dict)
     exe: str | None = None
@@ -81,12 +83,19 @@ def _gpu(value: Any, _type: type) -> int | tuple[int, ...] | str | None:
     raise _BadValue(f'expected a HIP number, a list of them or "all", got {value!r}')
 
 
+def _hip_number(value: Any, _type: type) -> int | None:
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        return value
+    raise _BadValue(f"expected a HIP number, got {value!r}")
+
+
 def _converter(forbid_extra_keys: bool) -> cattrs.Converter:
     converter = cattrs.Converter(forbid_extra_keys=forbid_extra_keys)
     converter.register_structure_hook(str, _strict_str)
     converter.register_structure_hook(bool | None, _strict_bool)
     converter.register_structure_hook_func(lambda t: t == tuple[str, ...], _strings)
     converter.register_structure_hook(int | tuple[int, ...] | str | None, _gpu)
+    converter.register_structure_hook(int | None, _hip_number)
     return converter
 
 
@@ -137,7 +146,14 @@ def _load_server_json(path: Path, text: str) -> RunConfig:
     picked = {k: raw[k] for k in SERVER_KEYS if k in raw and k != "hipblaslt_table"}
     if "hipblaslt_table" in raw:
         picked["tuning"] = {"hipblaslt_table": raw["hipblaslt_table"]}
-    return _structure(picked, path, text, forbid_extra_keys=False)
+    config = _structure(picked, path, text, forbid_extra_keys=False)
+    if config.hip_ordinal is not None and config.gpu not in (None, config.hip_ordinal):
+        line = _line_of(text, ["hip_ordinal"], json_syntax=True) or 1
+        raise StrataError(
+            f"{path}:{line}: hip_ordinal: {config.hip_ordinal}, but gpu is {config.gpu}: "
+            "neither is overridden, so the config must name one card"
+        )
+    return config
 
 
 def _structure(raw: dict, path: Path, text: str, forbid_extra_keys: bool) -> RunConfig:

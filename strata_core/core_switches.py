@@ -131,6 +131,21 @@ CONTROL_VARIABLES = frozenset(
         "STRATA_CONFIG",
         "STRATA_CACHE",
         "STRATA_CACHE_DIR",
+        "STRATA_TUNING_DIR",
+        "STRATA_HIPBLASLT_LIBRARY",
+        "STRATA_ROCBLAS_LIBRARY",
+        "STRATA_HIP_CLANG",
+    }
+)
+#: Setup's own variables on the reference page, read by no engine: "STRATA_ROCM_VERSION and
+#: STRATA_ROCM_INDEX override them"; "Setup installs for gfx1103 only with
+#: STRATA_EXPERIMENTAL_GFX1103=1"; "STRATA_HIP_ARCHS picks other architectures".
+SETUP_VARIABLES = frozenset(
+    {
+        "STRATA_ROCM_VERSION",
+        "STRATA_ROCM_INDEX",
+        "STRATA_EXPERIMENTAL_GFX1103",
+        "STRATA_HIP_ARCHS",
     }
 )
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import attrs
 
 from . import archdb
@@ -30,6 +32,32 @@ PACKAGES = (
 # fmt: on
 
 
+#: Targets that setup builds from source only when a variable opts in (AMD_HIP.md, "Tuning
+#: table": "Setup installs for gfx1103 only with STRATA_EXPERIMENTAL_GFX1103=1"; "Supported
+#: cards": "Linux, opt-in build"). The variable is setup's, not an engine switch.
+OPT_IN_BUILDS = {"gfx1103": "STRATA_EXPERIMENTAL_GFX1103"}
+
+
+def opt_in_variable(gfx: str, os_name: str) -> str | None:
+    """The variable that makes setup build the engine for ``gfx`` on this OS, if one does."""
+    return OPT_IN_BUILDS.get(gfx) if os_name == "linux" else None
+
+
+def opted_in(gfx: str, os_name: str, env: Mapping[str, str]) -> bool:
+    variable = opt_in_variable(gfx, os_name)
+    return variable is not None and env.get(variable) == "1"
+
+
+def status(gfx: str, os_name: str, env: Mapping[str, str]) -> str:
+    """The "Supported cards" status of a target, with the opt-in where the user gave it."""
+    arch = archdb.lookup(gfx)
+    if arch is None:
+        return "not in the architecture database"
+    if opted_in(gfx, os_name, env):
+        return f"{arch.status.value}, opted in ({OPT_IN_BUILDS[gfx]}=1)"
+    return arch.status.value
+
+
 def package_for(gfx: str, os_name: str) -> Package | None:
     return next((p for p in PACKAGES if p.os == os_name and gfx in p.targets), None)
 
@@ -38,7 +66,20 @@ def refusal(device: Device, os_name: str) -> str:
     """The one line for a card no package's GPU code covers."""
     arch = archdb.lookup(device.gfx)
     how = f" ({arch.status.value}: {arch.note})" if arch and arch.note else ""
+    variable = opt_in_variable(device.gfx, os_name)
+    if variable:
+        how += f"; setup installs for {device.gfx} only with {variable}=1"
     return (
         f"no ready-made {os_name.capitalize()} engine package carries GPU code for the "
         f"{device.family} card {device.name} ({device.gfx}); build the engine from source{how}"
+    )
+
+
+def source_build(device: Device, os_name: str) -> str:
+    """The start line for a card whose opt-in build the user asked for."""
+    arch = archdb.lookup(device.gfx)
+    note = f": {arch.note}" if arch and arch.note else ""
+    return (
+        f"{OPT_IN_BUILDS[device.gfx]}=1: setup builds the engine for {device.name} "
+        f"({device.gfx}) from source (opt-in build{note})"
     )

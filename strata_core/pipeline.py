@@ -8,7 +8,7 @@ is all that a run, an engine start or a rendering needs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -57,6 +57,7 @@ class PlanRequest:
     kv: str | None = None
     pack: str | None = None
     kv_streaming: bool = False
+    vision: str | None = None
     ple_table_gib: float | None = None
     profile: Path | None = None
     hipblaslt: str | None = None
@@ -97,6 +98,11 @@ class PlanOutcome:
     def warnings(self) -> tuple[str, ...]:
         return self.plan.warnings
 
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What `devices` says about the chosen cards, after the host backend's line."""
+        return (*((self.no_gpu,) if self.no_gpu else ()), *self.selection.notes)
+
 
 def detection_context(request: PlanRequest) -> DetectionContext:
     """The detection context for the request's sysfs root, HIP probe choice and environment."""
@@ -132,11 +138,16 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
 
 
 def device_choice(request: PlanRequest, config: run_config.RunConfig) -> DeviceChoice:
-    """The cards the user asked for: the command line, else the run config's ``gpu``."""
+    """The cards the user asked for: the command line, else the run config's ``hip_ordinal``
+    or ``gpu``."""
     if request.choice is not None:
         return request.choice
+    roles = {int(k): v for k, v in config.gpu_roles.items()}
+    if config.hip_ordinal is not None:
+        return DeviceChoice(
+            gpu=config.hip_ordinal, roles=roles, source="the run config's hip_ordinal"
+        )
     if config.gpu is not None or config.gpu_roles:
-        roles = {int(k): v for k, v in config.gpu_roles.items()}
         if isinstance(config.gpu, int):
             return DeviceChoice(gpu=config.gpu, roles=roles, source="the run config")
         return DeviceChoice(gpus=config.gpu, roles=roles, source="the run config")
@@ -169,7 +180,7 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
     if request.device:
         manager = PluginManager.discover(env)
         assignments, problems = assign(
-            manager, [named_device(request.device, request.integrated)], chosen
+            manager, [named_device(request.device, request.integrated, manager)], chosen
         )
         selection = Selection((0,), {}, "--device")
         detection_problems = tuple(problems)
@@ -179,6 +190,7 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
         detected = detect(request, config)
         manager, selection = detected.manager, detected.selection
         detection_problems = (*detected.found.problems, *detected.problems)
+        refuse_unsupported(detected.assignments, selection)
         if selection.indices:
             main = next(
                 a
@@ -198,6 +210,7 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
         os=request.os or this_os(),
         kv=request.kv or parse_engine_args(config.args, {"--kv"}).get("--kv"),
         pack=request.pack,
+        vision=request.vision,
         kv_streaming=request.kv_streaming
         or "--kv-resident" in parse_engine_args(config.args, {"--kv-resident"}),
         other_cards=others,
@@ -231,8 +244,21 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
         )
     # last, so that a plugin that broke in any hook above is among them
     plan = attrs.evolve(plan, warnings=(*manager.problems, *detection_problems, *plan.warnings))
-    row = device_dict(main, selection)
+    row = device_dict(main, selection, plan.context.os, env)
     return PlanOutcome(plan, row, selection, manager, config, path, no_gpu)
+
+
+def refuse_unsupported(assignments: Sequence[Assignment], selection: Selection) -> None:
+    """AMD_HIP.md: "Every chosen card must be one of the supported architectures"; a chosen
+    card that no plugin runs is refused, naming it and its family."""
+    numbering = "CUDA" if selection.vendor == "nvidia" else "HIP"
+    for a in assignments:
+        if selection.selects(a.device) and not a.usable:
+            d = a.device
+            raise StrataError(
+                f"{selection.reason}: {numbering} {d.index} is {d.name} ({d.gfx}, {d.family}), "
+                f"which {a.reason}; every chosen card must be one of the supported architectures"
+            )
 
 
 def host_run(request: PlanRequest, host_plan: Plan) -> HostRun:
@@ -307,12 +333,20 @@ def library_versions(request: PlanRequest, plan: Plan) -> dict:
     return {k: versions.LibraryVersion(v, "given") if v else probed[k] for k, v in given.items()}
 
 
-def named_device(gfx: str, integrated: bool) -> Device:
+def named_device(gfx: str, integrated: bool, manager: PluginManager) -> Device:
+    """The card ``--device`` names: a target of the architecture database, an NVIDIA compute
+    capability, or a target that an installed plugin claims."""
     if archdb.compute_capability(gfx) is not None:
         return device_for(gfx, seen_by=("--device",))
     arch = archdb.lookup(gfx)
     if arch is None:
-        raise StrataError(f"--device {gfx}: not a target strata knows ({', '.join(archdb.ARCHS)})")
+        device = device_for(gfx, integrated=integrated, seen_by=("--device",))
+        if any(claim.score > 0 for _, claim in manager.claims(device)):
+            return device
+        raise StrataError(
+            f"--device {gfx}: not a target strata knows ({', '.join(archdb.ARCHS)}) nor one "
+            "an installed plugin claims"
+        )
     return device_for(
         arch.target,
         integrated=integrated or arch.integrated_only,

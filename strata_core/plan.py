@@ -10,9 +10,10 @@ import attrs
 from . import archdb, packages
 from .answer_cache import Recorder
 from .archdb import SupportStatus
-from .core_switches import CONTROL_VARIABLES
+from .core_switches import CONTROL_VARIABLES, SETUP_VARIABLES
 from .kernels import with_tables
 from .manager import PluginManager
+from .pictures import PictureReader, picture_reader
 from .records import Device, KernelChoice, KernelLibrary, RunContext, Workload
 from .resolve import Resolved, parse_engine_args, resolve
 from .switches import Default, Switch
@@ -67,6 +68,7 @@ class Plan:
     extra_env: Mapping[str, str] = attrs.field(factory=dict)
     tuning: Mapping[str, TuningDecision] = attrs.field(factory=dict)
     kernels: Mapping[str, KernelChoice] = attrs.field(factory=dict)
+    pictures: PictureReader | None = None
     #: for a run only (PlanRequest.for_run)
     host: HostRun | None = None
     run: RunSettings | None = None
@@ -162,10 +164,13 @@ def build_plan(
     )
     warnings += problems
     warnings += _undeclared(manager, user, config_env, switches, config_name, plugin)
-    package = None
+    package, pictures = None, None
     if BACKENDS[device.vendor] == "hip":
+        pictures = picture_reader(device, context.os, context.vision)
         package = packages.package_for(device.gfx, context.os)
-        if package is None:
+        if package is None and packages.opted_in(device.gfx, context.os, user):
+            log.append(packages.source_build(device, context.os))
+        elif package is None:
             warnings.append(packages.refusal(device, context.os))
         warnings += support_notes(device)
     values = {n: r.value for n, r in resolved.items()}
@@ -184,6 +189,7 @@ def build_plan(
         warnings=tuple(warnings),
         extra_env={k: v for k, v in config_env.items() if k not in switches},
         kernels=kernels,
+        pictures=pictures,
     )
 
 
@@ -200,7 +206,8 @@ def _undeclared(
     warnings = []
     for where, names in (("the environment", user), (config_name, config_env)):
         for name in sorted(names):
-            if not name.startswith("STRATA_") or name in switches or name in CONTROL_VARIABLES:
+            known = name in switches or name in CONTROL_VARIABLES or name in SETUP_VARIABLES
+            if not name.startswith("STRATA_") or known:
                 continue
             if name in owners:
                 warnings.append(

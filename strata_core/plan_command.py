@@ -19,16 +19,16 @@ from .selection import Selection
 def run_plan(request: PlanRequest, args: argparse.Namespace) -> int:
     outcome = make_plan(request)
     plan, row, selection = outcome.plan, outcome.row, outcome.selection
-    notes = (outcome.no_gpu,) if outcome.no_gpu else ()
+    notes = outcome.notes
     if args.json:
         answer = plan_dict(plan, row, selection.indices)
         print(json.dumps(answer | {"notes": list(notes)}, indent=2))
         return 0
+    switches, _ = declarations(outcome.manager, ("core", plan.plugin))
+    if args.explain and args.explain not in switches:
+        raise StrataError(f"--explain {args.explain}: no switch of {plan.plugin} has that name")
     warn((*notes, *outcome.warnings))
     if args.explain:
-        switches, _ = declarations(outcome.manager, ("core", plan.plugin))
-        if args.explain not in switches:
-            raise StrataError(f"--explain {args.explain}: no switch of {plan.plugin} has that name")
         print(explain_text(plan, args.explain, switches[args.explain]))
     elif args.toml:
         text = run_config.dumps(

@@ -105,13 +105,15 @@ class RunContext:
     """What a run looks like besides the device, for switch defaults.
 
     ``given`` holds every switch the user's environment or the run config sets (the user's
-    value where both do); ``args`` the engine arguments the run config gives.
+    value where both do); ``args`` the engine arguments the run config gives; ``vision`` the
+    picture reader the user named (setup's --vision).
     """
 
     os: str = "linux"
     kv: str | None = None
     pack: str | None = None
     kv_streaming: bool = False
+    vision: str | None = None
     other_cards: tuple[Device, ...] = ()
     ram_bytes: int | None = None
     ple_table_bytes: int | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping, Sequence
 
-from . import archdb
+from . import packages
 from .claims import Assignment
 from .manager import PluginRecord
 from .records import KernelLibrary
@@ -76,9 +76,11 @@ def plugins_text(records: Sequence[PluginRecord], libraries: Mapping[str, Kernel
     return "\n".join(lines)
 
 
-def device_dict(assignment: Assignment, selection: Selection) -> dict:
+def device_dict(
+    assignment: Assignment, selection: Selection, os_name: str, env: Mapping[str, str]
+) -> dict:
+    """One card as `devices` and `plan` show it; its status follows an opt-in in ``env``."""
     d = assignment.device
-    arch = archdb.lookup(d.physical_gfx)
     return {
         "index": d.index,
         "name": d.name,
@@ -91,7 +93,7 @@ def device_dict(assignment: Assignment, selection: Selection) -> dict:
         "wave_size": d.wave_size,
         "pci": d.pci,
         "plugin": assignment.plugin,
-        "status": arch.status.value if arch else "not in the architecture database",
+        "status": packages.status(d.physical_gfx, os_name, env),
         "usable": assignment.usable,
         "reason": f"hidden by {d.hidden_by}" if d.hidden_by else assignment.reason,
         "selected": selection.selects(d),
@@ -157,6 +159,7 @@ def plan_dict(plan, device_row: dict, selected: Sequence[int]) -> dict:
         "kernels": {
             op: {"variant": c.variant, "reason": c.reason} for op, c in plan.kernels.items()
         },
+        "pictures": plan.pictures.as_dict() if plan.pictures else None,
         "log": list(plan.log),
         "warnings": list(plan.warnings),
     }
@@ -195,6 +198,10 @@ def plan_text(plan, device_row: dict) -> str:
         lines += [
             f"  {op.ljust(width + 8)}{c.variant}: {c.reason}" for op, c in plan.kernels.items()
         ]
+    if plan.pictures:
+        reader = f"the {plan.pictures.reader.upper()} reader" if plan.pictures.reader else "unknown"
+        lines += ["", f"pictures: {reader} ({plan.pictures.reason})"]
+        lines += [f"  note: {note}" for note in plan.pictures.notes]
     if plan.log:
         lines += ["", "start lines:"] + [f"  {line}" for line in plan.log]
     return "\n".join(lines)

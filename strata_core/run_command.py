@@ -16,8 +16,8 @@ from .report import warn
 
 def run(request: PlanRequest, as_json: bool, engine: Sequence[str]) -> int:
     outcome = make_plan(request)
-    if outcome.no_gpu:
-        print(outcome.no_gpu, file=sys.stderr)
+    for note in outcome.notes:
+        print(note, file=sys.stderr)
     warn(outcome.warnings)
     for line in outcome.plan.log:
         print(line, file=sys.stderr)

@@ -83,8 +83,8 @@ def test_server_json_reads_its_keys_and_leaves_the_engines_alone(tmp_path):
         (
             "bad.toml",
             'exe = "x"\ngpux = 1\n',
-            "bad.toml:2: gpux: unknown key gpux (known: gpu, gpu_roles, env, exe, args, backend, "
-            "arch_plugin, tuning)",
+            "bad.toml:2: gpux: unknown key gpux (known: gpu, hip_ordinal, gpu_roles, env, exe, "
+            "args, backend, arch_plugin, tuning)",
         ),
         (
             "bad.toml",

@@ -8,9 +8,12 @@ import pytest
 from cli_runner import strata_core
 
 from strata_core.kernels import topk_choice
+from strata_core.testing.distributions import write_distribution
+from strata_core.testing.sysfs import R9700, RADEON_780M, fake_gpu, write_sysfs
 from strata_core.tuning.switch_trials import TRIALS
 
 FIXTURES = Path(__file__).parent / "fixtures/tables"
+TINY = Path(__file__).parent / "fixtures/profiles/tiny.toml"
 plan = partial(strata_core, "plan", "--json", "--os", "linux")
 
 
@@ -155,3 +158,161 @@ def test_no_hipblaslt_table_where_the_engine_runs_no_hipblaslt(env, tmp_path, gf
     assert f"hipBLASLt tuning table: none ({why})" in answer["log"]
     assert f"STRATA_HIPBLASLT_TUNING={tmp_path / name} is not used: {why}" in answer["warnings"]
     assert not answer["kernels"]["prompt_gemm"]["variant"].startswith("hipblaslt")
+
+
+def test_a_chosen_card_no_plugin_runs_is_refused(env, tmp_path):
+    """ "Every chosen card must be one of the supported architectures": --gpus naming a card
+    that no plugin runs is refused by plan and run, naming the card and its family."""
+    root = write_sysfs(tmp_path, [R9700, fake_gpu("gfx1012", pci_bus=0x04)])
+    for command in ("plan", "run"):
+        result = strata_core(command, "--sysfs", str(root), "--gpus", "1,0", env=env, check=False)
+        assert result.returncode == 2 and result.stderr.count("\n") == 1
+        assert result.stderr.startswith(
+            "strata-core: --gpus from command line: HIP 1 is RX 5500 / RX 5500 XT (gfx1012, "
+            "RDNA1), which no installed plugin runs gfx1012 (RDNA1)"
+        )
+        assert result.stderr.endswith(
+            "; every chosen card must be one of the supported architectures\n"
+        )
+
+
+def test_the_notes_about_the_chosen_cards_reach_plan_and_run(env, tmp_path):
+    """ "Cards of two families (for example gfx1100 and gfx1201) need a system ROCm 7"."""
+    root = write_sysfs(tmp_path, [R9700, fake_gpu("gfx1100", pci_bus=0x04)])
+    note = "cards of two families (RDNA3, RDNA4) need a system ROCm 7: AMD's wheels hold one family"
+    chosen = ("--sysfs", str(root), "--gpus", "1,0")
+    devices = json.loads(strata_core("devices", "--json", *chosen, env=env).stdout)
+    assert note in devices["notes"]
+    assert json.loads(plan(*chosen, env=env).stdout)["notes"] == [note]
+    assert f"strata-core: {note}" in strata_core("plan", *chosen, env=env).stderr.splitlines()
+    ran = strata_core("run", "--json", "--profile", str(TINY), *chosen, env=env)
+    assert note in ran.stderr.splitlines()
+
+
+def test_hip_ordinal_is_read_and_never_overridden(env, tmp_path):
+    """ "HIP_VISIBLE_DEVICES, a "gpu" in the settings file or hip_ordinal is never
+    overridden": the server JSON's hip_ordinal names the 780M, not the discrete card the
+    automatic choice would take."""
+    root = write_sysfs(tmp_path / "sys", [RADEON_780M, R9700])
+    config = tmp_path / "strata-hip.json"
+    config.write_text(json.dumps({"exe": "build-hip/strata", "hip_ordinal": 0}))
+    chosen = ("--sysfs", str(root), "--config", str(config))
+    answer = json.loads(plan(*chosen, env=env).stdout)
+    assert (answer["device"]["index"], answer["device"]["gfx"]) == (0, "gfx1103")
+    devices = json.loads(strata_core("devices", "--json", *chosen, env=env).stdout)
+    assert devices["selected"] == [0]
+    assert devices["selection_reason"] == "--gpu from the run config's hip_ordinal"
+    config.write_text(json.dumps({"gpu": 1, "hip_ordinal": 0}))
+    refused = strata_core("plan", *chosen, env=env, check=False)
+    assert refused.returncode == 2
+    assert refused.stderr == (
+        f"strata-core: {config}:1: hip_ordinal: 0, but gpu is 1: neither is overridden, so "
+        "the config must name one card\n"
+    )
+
+
+def test_the_780m_follows_strata_experimental_gfx1103(env, tmp_path):
+    """ "Setup installs for gfx1103 only with STRATA_EXPERIMENTAL_GFX1103=1"."""
+    root = write_sysfs(tmp_path, [RADEON_780M])
+    here = ("--sysfs", str(root))
+    without = json.loads(plan(*here, env=env).stdout)
+    assert without["device"]["status"] == "opt-in build"
+    assert without["package"] is None
+    assert without["warnings"][-1].endswith(
+        "; setup installs for gfx1103 only with STRATA_EXPERIMENTAL_GFX1103=1"
+    )
+    opted = env | {"STRATA_EXPERIMENTAL_GFX1103": "1"}
+    answer = json.loads(plan(*here, env=opted).stdout)
+    assert answer["device"]["status"] == "opt-in build, opted in (STRATA_EXPERIMENTAL_GFX1103=1)"
+    assert (
+        "STRATA_EXPERIMENTAL_GFX1103=1: setup builds the engine for Radeon 780M / Radeon 760M "
+        "(gfx1103) from source (opt-in build: Linux only: RADEON_780M.md)"
+    ) in answer["log"]
+    assert not any("STRATA_EXPERIMENTAL_GFX1103" in w for w in answer["warnings"])
+    devices = json.loads(strata_core("devices", "--json", *here, env=opted).stdout)
+    assert devices["devices"][0]["status"] == answer["device"]["status"]
+
+
+@pytest.mark.parametrize(
+    "variable",
+    ["STRATA_TUNING_DIR", "STRATA_HIPBLASLT_LIBRARY", "STRATA_ROCBLAS_LIBRARY",
+     "STRATA_HIP_CLANG", "STRATA_EXPERIMENTAL_GFX1103", "STRATA_ROCM_VERSION"],
+)  # fmt: skip
+def test_the_documented_variables_are_no_unknown_switches(env, tmp_path, variable):
+    answer = json.loads(plan("--device", "gfx1201", env=env | {variable: str(tmp_path)}).stdout)
+    assert not any(variable in w for w in answer["warnings"])
+
+
+@pytest.mark.parametrize(
+    ("gfx", "vram_gib", "reader"),
+    [("gfx1201", 32, "gpu"), ("gfx1201", 16, "cpu"), ("gfx1100", 24, "gpu"),
+     ("gfx1100", 20, "cpu")],
+)  # fmt: skip
+def test_the_picture_reader_follows_the_main_cards_vram(env, tmp_path, gfx, vram_gib, reader):
+    """ "CPU reader under 24 GB of VRAM, GPU reader from 24 GB ... If the GPU reader cannot
+    start, the CPU reader is used."""
+    root = write_sysfs(tmp_path, [fake_gpu(gfx, vram_gib=vram_gib)])
+    pictures = json.loads(plan("--sysfs", str(root), env=env).stdout)["pictures"]
+    assert pictures["reader"] == reader
+    assert "CPU reader under 24 GB, GPU reader from 24 GB" in pictures["reason"]
+    rdna3 = (
+        "the GPU reader has not run on an RDNA3 card (gfx1100-gfx1102) or on Windows with an "
+        "AMD card"
+    )
+    assert (rdna3 in pictures["notes"]) == (reader == "gpu" and gfx == "gfx1100")
+    if reader == "gpu":
+        assert pictures["reason"].endswith(
+            "; if the GPU reader cannot start, the CPU reader is used"
+        )
+        assert pictures["notes"][0] == (
+            "the card's reader (strata-vision-hip) keeps about 1.4 GiB of VRAM on the R9700"
+        )
+
+
+def test_vision_given_by_the_user_is_never_overridden(env, tmp_path):
+    root = write_sysfs(tmp_path, [R9700])
+    answer = json.loads(plan("--sysfs", str(root), "--vision", "cpu", env=env).stdout)
+    assert answer["pictures"] == {"reader": "cpu", "reason": "--vision cpu", "notes": []}
+    text = strata_core("plan", "--sysfs", str(root), "--vision", "cpu", env=env).stdout
+    assert "pictures: the CPU reader (--vision cpu)" in text.splitlines()
+
+
+def test_gfx906_says_pictures_were_not_done(env):
+    """gfx906: "Not done on gfx906: ... images (--vision)"."""
+    pictures = json.loads(plan("--device", "gfx906", env=env).stdout)["pictures"]
+    assert pictures["reason"] == "pictures (--vision) were not done on gfx906 (AMD_HIP.md, gfx906)"
+
+
+def test_device_takes_a_target_that_an_installed_plugin_claims(env, tmp_path):
+    """--device names a target the core's database lacks when a plugin says it runs it."""
+    site = write_distribution(
+        tmp_path / "site",
+        "strata-gfx1036",
+        "1.0",
+        {"raphael": "raphael_plugin:plugin"},
+        {
+            "raphael_plugin.py": """
+            from strata_core.arch_plugin import ArchPlugin
+
+            class Raphael(ArchPlugin):
+                strata_api_version = 1
+                targets = ("gfx1036",)
+
+            plugin = Raphael()
+            """
+        },
+    )
+    with_plugin = env | {"PYTHONPATH": str(site)}
+    answer = json.loads(plan("--device", "gfx1036", env=with_plugin).stdout)
+    assert (answer["device"]["gfx"], answer["plugin"]) == ("gfx1036", "raphael")
+    refused = strata_core("plan", "--device", "gfx1036", env=env, check=False)
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("strata-core: --device gfx1036: not a target strata knows (")
+    assert refused.stderr.endswith(") nor one an installed plugin claims\n")
+
+
+def test_pack_names_in_any_case(env):
+    lower = json.loads(plan("--device", "gfx1201", "--pack", "iq3_s", env=env).stdout)
+    upper = json.loads(plan("--device", "gfx1201", "--pack", "IQ3_S", env=env).stdout)
+    assert lower["switches"] == upper["switches"]
+    assert lower["switches"]["STRATA_PF_FUSED"]["value"] == "1"

@@ -8,6 +8,7 @@ import pytest
 
 from strata_core.claims import assign
 from strata_core.detect.visibility import is_runtime_variable
+from strata_core.devices import device_for
 from strata_core.manager import PluginManager
 from strata_core.packages import package_for
 from strata_core.pipeline import named_device
@@ -37,7 +38,7 @@ def manager():
 @pytest.fixture
 def plan(manager):
     def make(gfx, integrated=False, user=None, config=None, args=(), device=None, **context):
-        device = device or named_device(gfx, integrated)
+        device = device or named_device(gfx, integrated, manager)
         (assignment,), _ = assign(manager, [device])
         return build_plan(
             manager,
@@ -337,11 +338,11 @@ def test_each_switch_keeps_zero_as_its_off(plan):
 
 
 def test_igpu_set_never_on_a_discrete_card_nor_beside_one(plan):
-    discrete = attrs.evolve(named_device("gfx1103", False), integrated=False)
+    discrete = attrs.evolve(device_for("gfx1103"), integrated=False)
     assert igpu_set(plan("gfx1103", device=discrete, user={"STRATA_IGPU_PROMPT_SET": "1"})) == {}
-    beside = plan("gfx1103", os="linux", other_cards=(named_device("gfx1100", False),))
+    beside = plan("gfx1103", os="linux", other_cards=(device_for("gfx1100"),))
     assert igpu_set(beside) == {} and beside.log == ()
-    two_igpus = plan("gfx1103", os="linux", other_cards=(named_device("gfx1150", True),))
+    two_igpus = plan("gfx1103", os="linux", other_cards=(device_for("gfx1150", integrated=True),))
     assert igpu_set(two_igpus) == dict.fromkeys(IGPU_SET, "1")
 
 

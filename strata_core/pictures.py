@@ -1,0 +1,58 @@
+"""Which picture reader a run gets (AMD_HIP.md, "Install with setup", Pictures: "CPU reader
+under 24 GB of VRAM, GPU reader from 24 GB; --vision gpu / --vision cpu switch it. If the GPU
+reader cannot start, the CPU reader is used"), and what the page knows of it on this card."""
+
+from __future__ import annotations
+
+import attrs
+
+from .records import Device
+
+GPU_READER_FROM_BYTES = 24 * 10**9
+READERS = ("gpu", "cpu")
+RDNA3 = ("gfx1100", "gfx1101", "gfx1102")
+
+
+@attrs.frozen
+class PictureReader:
+    """``reader`` is ``gpu`` or ``cpu``, None where the main card's VRAM is unknown and the user
+    named none; ``notes`` are the page's facts about it on this card and OS."""
+
+    reader: str | None
+    reason: str
+    notes: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict:
+        return {"reader": self.reader, "reason": self.reason, "notes": list(self.notes)}
+
+
+def picture_reader(device: Device, os_name: str, requested: str | None) -> PictureReader:
+    """The reader for a run whose main card is ``device``; ``requested`` is the user's
+    --vision, never overridden."""
+    if device.gfx == "gfx906":
+        return PictureReader(
+            requested, "pictures (--vision) were not done on gfx906 (AMD_HIP.md, gfx906)"
+        )
+    if requested is not None:
+        reader, reason = requested, f"--vision {requested}"
+    elif device.vram_bytes is None:
+        return PictureReader(
+            None, "the card's VRAM is unknown: CPU reader under 24 GB, GPU reader from 24 GB"
+        )
+    else:
+        reader = "gpu" if device.vram_bytes >= GPU_READER_FROM_BYTES else "cpu"
+        reason = (
+            f"{device.vram_bytes / 10**9:.1f} GB of VRAM: CPU reader under 24 GB, GPU reader "
+            "from 24 GB"
+        )
+    if reader == "cpu":
+        return PictureReader(reader, reason)
+    notes = ["the card's reader (strata-vision-hip) keeps about 1.4 GiB of VRAM on the R9700"]
+    if device.gfx in RDNA3 or os_name == "windows":
+        notes.append(
+            "the GPU reader has not run on an RDNA3 card (gfx1100-gfx1102) or on Windows with "
+            "an AMD card"
+        )
+    return PictureReader(
+        reader, f"{reason}; if the GPU reader cannot start, the CPU reader is used", tuple(notes)
+    )
