@@ -53,8 +53,8 @@ _ROWS = (
     ("STRATA_PLE_AUTO_RAM", OFF_ON, "keep the n-gram (PLE) table in RAM when --ple-io is not "
      "given", False, "on where the RAM holds the table plus 8 GiB", (), (), SPEED),
     ("STRATA_TOPK_OLD", OFF_ON, "the original top-k kernel", False, "off", (), (), SPEED),
-    ("STRATA_TOPK_STREAM", OFF_ON, "=0 skips the register top-k kernel in the 90K-135K band",
-     False, "on", (), (), SPEED),
+    ("STRATA_TOPK_STREAM", OFF_ON, "=0 runs the register kernel in the 90K-135K band, where a "
+     "prompt read runs the wide one from about 90K cells", False, "on", (), (), SPEED),
     ("STRATA_SH_STREAM", OFF_ON, "shared-expert fork on its own stream (output identical)",
      False, "off", (), (), STREAMS),
     ("STRATA_MTP_SIDE_STREAM", OFF_ON, "draft (MTP) side stream; =1 creates it on any HIP card",

@@ -316,3 +316,11 @@ def test_pack_names_in_any_case(env):
     upper = json.loads(plan("--device", "gfx1201", "--pack", "IQ3_S", env=env).stdout)
     assert lower["switches"] == upper["switches"]
     assert lower["switches"]["STRATA_PF_FUSED"]["value"] == "1"
+
+
+def test_explain_topk_stream_in_the_pages_words(env):
+    out = strata_core("plan", "--device", "gfx1201", "--explain", "STRATA_TOPK_STREAM", env=env)
+    assert (
+        "  meaning: =0 runs the register kernel in the 90K-135K band, where a prompt read runs "
+        "the wide one from about 90K cells"
+    ) in out.stdout.splitlines()
