@@ -1,5 +1,6 @@
 """Versions in lockstep, and `strata[rdna4]` installed from the built wheels alone."""
 
+import fnmatch
 import json
 import os
 import shutil
@@ -45,6 +46,22 @@ def test_every_plugin_has_an_extra_and_an_entry_point():
         project = tomllib.loads(path.read_text())["project"]
         assert project["name"] in named
         assert list(project["entry-points"]["strata.arch"]) == [path.parent.name]
+
+
+def test_a_plugin_is_rebuilt_when_a_hip_compiler_appears():
+    """uv rebuilds a plugin when one of its cache keys changes: every compiler the build hook
+    may find is among them, so a plugin built before clang was installed is built again."""
+    for path in PLUGIN_DIRS:
+        keys = tomllib.loads(path.read_text())["tool"]["uv"]["cache-keys"]
+        envs = {k["env"] for k in keys if "env" in k}
+        files = [k["file"] for k in keys if "file" in k]
+        assert {"STRATA_HIP_CLANG", "ROCM_PATH"} <= envs, path
+        compilers = ["/opt/rocm/llvm/bin/clang", "/usr/bin/ld.lld-19"]
+        compilers += [f"{folder}/{name}" for folder in ("/usr/bin", "/usr/local/bin")
+                      for name in ("clang-21", "clang-20", "clang-19", "clang")]  # fmt: skip
+        # (the build hook's CLANG_NAMES; it imports hatchling, which tests do not have)
+        for compiler in compilers:
+            assert any(fnmatch.fnmatchcase(compiler, f) for f in files), (path, compiler)
 
 
 @pytest.fixture(scope="module")
