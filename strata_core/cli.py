@@ -242,16 +242,24 @@ def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) ->
             return run_plan(plan_request(args, env, recorder), args)
         return _devices(plan_request(args, env, recorder), args.json)
     except StrataError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return 2
+        return _fail(str(exc), 2, getattr(args, "json", False))
+    except BrokenPipeError:
+        raise  # the launcher ends quietly
     except Exception as exc:
         if env.get("STRATA_DEBUG"):
             raise
-        print(
-            f"{PROG}: internal error: {type(exc).__name__}: {exc} (STRATA_DEBUG=1 shows where)",
-            file=sys.stderr,
-        )
-        return 1
+        why = f"internal error: {type(exc).__name__}: {exc} (STRATA_DEBUG=1 shows where)"
+        return _fail(why, 1, getattr(args, "json", False))
+
+
+def _fail(message: str, status: int, as_json: bool) -> int:
+    """The one line of a command that cannot go on; with --json, a JSON answer on stdout too."""
+    print(f"{PROG}: {message}", file=sys.stderr)
+    if as_json:
+        from .report import SCHEMA_VERSION
+
+        print(json.dumps({"schema_version": SCHEMA_VERSION, "error": message, "exit": status}))
+    return status
 
 
 def _plugins(args: argparse.Namespace, env: Mapping[str, str]) -> int:

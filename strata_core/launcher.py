@@ -29,7 +29,20 @@ class _Tee(io.TextIOBase):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """Run one command line; Ctrl-C ends it with 130 and a closed stdout (`plan | head`)
+    quietly, without a traceback."""
+    try:
+        code = _answer(list(sys.argv[1:] if argv is None else argv))
+        sys.stdout.flush()
+        return code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _answer(argv: list[str]) -> int:
     env = dict(os.environ)
     cacheable = argv[:1] and argv[0] in CACHEABLE and "--output" not in argv
     if cacheable:

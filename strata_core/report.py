@@ -12,6 +12,9 @@ from .records import KernelLibrary
 from .selection import Selection
 
 GIB = 1 << 30
+#: the version of every --json answer's layout (docs/json.md); a change that removes or
+#: renames a key, or changes its meaning, raises it
+SCHEMA_VERSION = 1
 
 
 def plugin_dict(record: PluginRecord, library: KernelLibrary | None) -> dict:
@@ -146,6 +149,9 @@ def _resolved_dict(resolved) -> dict:
 def plan_dict(plan, device_row: dict, selected: Sequence[int]) -> dict:
     package = plan.package
     return {
+        "schema_version": SCHEMA_VERSION,
+        "engine_env": plan.engine_env(),
+        "engine_argv": plan.engine_args(),
         "device": device_row,
         "plugin": plan.plugin,
         "os": plan.context.os,
@@ -154,7 +160,6 @@ def plan_dict(plan, device_row: dict, selected: Sequence[int]) -> dict:
         "selected": list(selected),
         "switches": {n: _resolved_dict(r) for n, r in plan.switches.items()},
         "args": {n.lstrip("-").replace("-", "_"): _resolved_dict(r) for n, r in plan.args.items()},
-        "env": dict(plan.extra_env),
         "tuning": {name: d.as_dict() for name, d in plan.tuning.items()},
         "kernels": {
             op: {"variant": c.variant, "reason": c.reason} for op, c in plan.kernels.items()

@@ -4,51 +4,74 @@ every result), or start the engine with `run -- ENGINE ARGS...`."""
 from __future__ import annotations
 
 import json
-import subprocess
+import os
 import sys
 from collections.abc import Mapping, Sequence
 
-from .errors import StrataError
-from .pipeline import PlanRequest, make_plan
+from .pipeline import PlanOutcome, PlanRequest, make_plan
 from .plan import HOST, Plan
-from .report import warn
+from .report import SCHEMA_VERSION, warn
 
 
 def run(request: PlanRequest, as_json: bool, engine: Sequence[str]) -> int:
     outcome = make_plan(request)
+    if engine:
+        warn((*outcome.selection.notes, *outcome.warnings))
+        for line in outcome.plan.log:
+            print(line, file=sys.stderr)
+        return start_engine(outcome.plan, request.env, engine)
     for note in outcome.notes:
         print(note, file=sys.stderr)
     warn(outcome.warnings)
     for line in outcome.plan.log:
         print(line, file=sys.stderr)
-    if engine:
-        return start_engine(outcome.plan, request.env, engine)
-    return report_run(outcome.plan, as_json)
+    return report_run(outcome, as_json)
 
 
 def start_engine(plan: Plan, env: Mapping[str, str], engine: Sequence[str]) -> int:
-    """Start the engine with the resolved environment and arguments; its exit status is ours."""
+    """Become the engine, with the resolved environment and arguments (exec: signals reach it
+    and nothing is left behind). Only a failure to start returns: 127 when the engine is not
+    found, 126 when it cannot be executed."""
     command = [*engine, *plan.engine_args()]
+    sys.stdout.flush()
+    sys.stderr.flush()
     try:
-        child = subprocess.run(command, env=dict(env) | plan.engine_env())
+        os.execvpe(command[0], command, dict(env) | plan.engine_env())
+    except FileNotFoundError:
+        print(f"strata-core: cannot start the engine {engine[0]}: not found", file=sys.stderr)
+        return 127
     except OSError as exc:
-        raise StrataError(f"cannot start the engine {engine[0]}: {exc.strerror or exc}") from None
-    if child.returncode < 0:
-        return 128 + -child.returncode
-    return child.returncode
+        why = exc.strerror or exc
+        print(f"strata-core: cannot start the engine {engine[0]}: {why}", file=sys.stderr)
+        return 126
 
 
-def report_run(plan: Plan, as_json: bool) -> int:
+def report_run(outcome: PlanOutcome, as_json: bool) -> int:
     from .run import run_workload
 
-    outcome = run_workload(plan, plan.backend, lambda line: print(line, file=sys.stderr))
+    plan = outcome.plan
+    said: list[str] = []
+
+    def log(line: str) -> None:
+        said.append(line)
+        print(line, file=sys.stderr)
+
+    ran = run_workload(plan, plan.backend, log)
     if as_json:
-        answer = {"backend": outcome.backend, **outcome.facts, "kernels": outcome.kernels}
+        answer = {
+            "schema_version": SCHEMA_VERSION,
+            "backend": ran.backend,
+            **ran.facts,
+            "kernels": ran.kernels,
+            "notes": [*outcome.notes, *said],
+            "warnings": list(outcome.warnings),
+            "log": list(plan.log),
+        }
         print(json.dumps(answer, indent=2))
         return 0
-    print(outcome.headline)
-    for name, result in outcome.kernels.items():
-        memory = "DRAM" if outcome.backend == HOST else "card"
+    print(ran.headline)
+    for name, result in ran.kernels.items():
+        memory = "DRAM" if ran.backend == HOST else "card"
         share = (
             f", {result['bandwidth_of_read']:.0%} of {memory} read"
             if name == "matvec_q8_0" and result["bandwidth_of_read"] is not None

@@ -146,14 +146,6 @@ def test_the_engines_exit_status_passes_through(env, tmp_path, engine):
     assert result.returncode == 3
 
 
-def test_an_engine_that_cannot_start_is_one_line(env, tmp_path):
-    result = run("--sysfs", str(tmp_path), "--", str(tmp_path / "no-engine"), env=env, check=False)
-    assert result.returncode == 2
-    assert result.stderr.splitlines()[-1] == (
-        f"strata-core: cannot start the engine {tmp_path / 'no-engine'}: No such file or directory"
-    )
-
-
 def test_a_malformed_profile_is_one_line(env, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("hidden = 100\n")

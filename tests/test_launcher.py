@@ -1,0 +1,126 @@
+"""The launcher contract (docs/json.md): `plan --json` says exactly what `run -- ENGINE`
+applies, and `run -- ENGINE` becomes the engine."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from cli_runner import strata_core
+
+from strata_core import launcher
+from strata_core.testing.sysfs import R9700, write_sysfs
+
+#: prints its arguments and the environment it got, and its pid into PID_FILE when set
+ENGINE = """
+import json, os, sys, time
+if os.environ.get("PID_FILE"):
+    open(os.environ["PID_FILE"], "w").write(str(os.getpid()))
+print(json.dumps({"argv": sys.argv[1:], "env": dict(os.environ)}), flush=True)
+if os.environ.get("FAKE_ENGINE_SLEEP"):
+    time.sleep(float(os.environ["FAKE_ENGINE_SLEEP"]))
+if os.environ.get("FAKE_ENGINE_SIGNAL"):
+    os.kill(os.getpid(), int(os.environ["FAKE_ENGINE_SIGNAL"]))
+"""
+
+
+@pytest.fixture
+def engine(tmp_path):
+    script = tmp_path / "fake-engine"
+    script.write_text(f"#!{sys.executable}\n{ENGINE}")
+    script.chmod(0o755)
+    return script
+
+
+@pytest.fixture
+def pc(tmp_path, env):
+    root = write_sysfs(tmp_path / "sys", [R9700])
+    config = tmp_path / "strata.toml"
+    config.write_text('args = ["--kv", "int8"]\n[env]\nSTRATA_DENSE_MMQ = "1"\nHSA_FOO = "x"\n')
+    return env | {"STRATA_SYSFS": str(root), "STRATA_CONFIG": str(config)}
+
+
+def test_run_applies_exactly_what_plan_json_says(pc, engine):
+    chosen = ("--pack", "IQ3_S", "--os", "linux")
+    user = pc | {"STRATA_HC_Q8": "0"}
+    answer = json.loads(strata_core("plan", "--json", *chosen, env=user).stdout)
+    assert answer["schema_version"] == 1
+    assert answer["engine_env"]["STRATA_HIP_WMMA"] == "1"  # an arch default
+    assert answer["engine_env"]["STRATA_DENSE_MMQ"] == "1"  # the run config's switch
+    assert answer["engine_env"]["HSA_FOO"] == "x"  # the run config's other variable
+    assert "STRATA_HC_Q8" not in answer["engine_env"]  # the user's own
+    seen = json.loads(strata_core("run", *chosen, "--", str(engine), "--serve", env=user).stdout)
+    assert seen["argv"] == ["--serve", *answer["engine_argv"]]
+    added = {k: v for k, v in seen["env"].items() if user.get(k) != v}
+    assert added == answer["engine_env"]
+
+
+def test_json_errors_are_json(env):
+    result = strata_core("plan", "--json", "--device", "gfx9000", env=env, check=False)
+    assert result.returncode == 2
+    answer = json.loads(result.stdout)
+    assert answer["schema_version"] == 1 and answer["exit"] == 2
+    assert answer["error"].startswith("--device gfx9000: not a target strata knows")
+
+
+def test_the_engine_replaces_strata_core(pc, engine, tmp_path):
+    """exec: the engine has strata-core's pid, so a signal sent to strata-core reaches it and
+    nothing is orphaned; a death by a signal is strata-core's."""
+    pid_file = tmp_path / "pid"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "strata_core", "run", "--", str(engine)],
+        env=pc | {"PID_FILE": str(pid_file), "FAKE_ENGINE_SLEEP": "60"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while not pid_file.exists() or not pid_file.read_text():
+        assert time.monotonic() < deadline and child.poll() is None
+        time.sleep(0.05)
+    assert int(pid_file.read_text()) == child.pid
+    child.send_signal(signal.SIGTERM)
+    assert child.wait(timeout=30) == -signal.SIGTERM
+
+
+def test_an_engine_that_kills_itself_is_seen_as_such(pc, engine):
+    result = strata_core(
+        "run", "--", str(engine), env=pc | {"FAKE_ENGINE_SIGNAL": "9"}, check=False
+    )
+    assert result.returncode == -signal.SIGKILL
+
+
+@pytest.mark.parametrize(
+    ("make", "status", "why"), [("missing", 127, "not found"), ("plain", 126, "Permission denied")]
+)
+def test_an_engine_that_cannot_start(env, tmp_path, make, status, why):
+    engine = tmp_path / "engine"
+    if make == "plain":
+        engine.write_text("not a program")
+    result = strata_core("run", "--sysfs", str(tmp_path), "--", str(engine), env=env, check=False)
+    assert result.returncode == status
+    assert result.stderr.splitlines()[-1] == (
+        f"strata-core: cannot start the engine {engine}: {why}"
+    )
+
+
+def test_no_host_backend_line_before_an_engine(env, tmp_path, engine):
+    result = strata_core("run", "--sysfs", str(tmp_path), "--", str(engine), env=env)
+    assert "host backend" not in result.stderr
+
+
+def test_a_closed_pipe_ends_quietly(pc):
+    command = f"{sys.executable} -m strata_core plan | head -1"
+    done = subprocess.run(command, shell=True, env=pc, capture_output=True, text=True)
+    assert done.returncode == 0 and done.stderr == ""
+    assert done.stdout.startswith("plan for HIP 0: ")
+
+
+def test_ctrl_c_while_planning_ends_with_130(monkeypatch, capsys):
+    def interrupted(argv, recorder=None):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("strata_core.cli.main", interrupted)
+    assert launcher.main(["run"]) == 130
+    assert capsys.readouterr().err == ""
