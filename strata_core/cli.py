@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from . import __version__
 from .answer_cache import Recorder
@@ -24,8 +25,38 @@ if TYPE_CHECKING:
 PROG = "strata-core"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a usage error as one line and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message}\n")
+
+
+def positive_int(text: str) -> int:
+    value = int(text) if text.strip().lstrip("+").isdigit() else 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1, got {text!r}")
+    return value
+
+
+def gib(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"expected a finite number of GiB from 0, got {text!r}")
+    return value
+
+
+def target_name(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a target such as gfx1201, got nothing")
+    return text.strip()
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG, description="Which AMD GPU backend of the Strata engine runs on this PC."
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
@@ -77,7 +108,7 @@ def _parser() -> argparse.ArgumentParser:
         help="run the workload on this PC's backend, or start the engine: run -- ENGINE ARGS",
     )
     run.add_argument("--json", action="store_true", help="print JSON")
-    run.add_argument("--threads", type=int, default=0, help="host threads (0: one per core)")
+    run.add_argument("--threads", type=positive_int, help="host threads (default: one per core)")
     _planning_options(run)
     _detection_options(run)
 
@@ -135,7 +166,12 @@ def _parser() -> argparse.ArgumentParser:
 
 def _planning_options(parser: argparse.ArgumentParser) -> None:
     target = parser.add_mutually_exclusive_group()
-    target.add_argument("--device", metavar="GFX", help="plan for a card that is not in this PC")
+    target.add_argument(
+        "--device",
+        metavar="GFX",
+        type=target_name,
+        help="plan for a card that is not in this PC",
+    )
     target.add_argument(
         "--sysfs",
         metavar="DIR",
@@ -165,7 +201,7 @@ def _planning_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--ple-table-gib",
-        type=float,
+        type=gib,
         metavar="GIB",
         help="PLE table size (default: the size of the config's --ple-gguf)",
     )
@@ -219,7 +255,13 @@ def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) ->
         if not engine:
             print(f"{PROG}: run --: name the engine to start", file=sys.stderr)
             return 2
-    args = _parser().parse_args(argv)
+    if "--explain" in argv[:-1]:
+        at = argv.index("--explain")
+        argv[at : at + 2] = [f"--explain={argv[at + 1]}"]  # --explain --pcie-frac names a flag
+    parser = _parser()
+    args = parser.parse_args(argv)
+    for problem in _ignored_options(args, engine):
+        parser.error(problem)
     env = dict(os.environ)
     try:
         if args.command == "plugins":
@@ -250,6 +292,18 @@ def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) ->
             raise
         why = f"internal error: {type(exc).__name__}: {exc} (STRATA_DEBUG=1 shows where)"
         return _fail(why, 1, getattr(args, "json", False))
+
+
+def _ignored_options(args: argparse.Namespace, engine: Sequence[str]) -> list[str]:
+    """Options that would otherwise be ignored in silence."""
+    problems = []
+    if args.command == "plan" and args.output is not None and not args.toml:
+        problems.append("--output writes the run config of --toml; give --toml too")
+    if args.command in ("plan", "run") and args.integrated and args.device is None:
+        problems.append("--integrated describes a card named with --device; give --device too")
+    if args.command == "run" and engine and args.json:
+        problems.append("run --json reports the workload; with -- ENGINE the engine runs instead")
+    return problems
 
 
 def _fail(message: str, status: int, as_json: bool) -> int:
@@ -319,11 +373,11 @@ def plan_request(
     from .selection import DeviceChoice, parse_gpus, parse_roles
 
     choice = None
-    if args.gpu is not None or args.gpus or args.gpu_roles:
+    if args.gpu is not None or args.gpus is not None or args.gpu_roles is not None:
         choice = DeviceChoice(
             gpu=args.gpu,
-            gpus=parse_gpus(args.gpus) if args.gpus else None,
-            roles=parse_roles(args.gpu_roles) if args.gpu_roles else {},
+            gpus=parse_gpus(args.gpus) if args.gpus is not None else None,
+            roles=parse_roles(args.gpu_roles) if args.gpu_roles is not None else {},
         )
     planning = args.command in ("plan", "run")
     return PlanRequest(
@@ -344,7 +398,7 @@ def plan_request(
         hipblaslt=args.hipblaslt if planning else None,
         rocblas=args.rocblas if planning else None,
         engine_args=tuple(engine[1:]),
-        threads=getattr(args, "threads", 0),
+        threads=getattr(args, "threads", None) or 0,
         for_run=args.command == "run" and not engine,
         recorder=recorder or Recorder(),
     )

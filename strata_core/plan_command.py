@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
+from collections.abc import Mapping
 
 import attrs
 
@@ -14,6 +16,7 @@ from .pipeline import PlanRequest, make_plan
 from .plan import Plan, declarations
 from .report import explain_text, plan_dict, plan_text, warn
 from .selection import Selection
+from .switches import Switch
 
 
 def run_plan(request: PlanRequest, args: argparse.Namespace) -> int:
@@ -25,11 +28,10 @@ def run_plan(request: PlanRequest, args: argparse.Namespace) -> int:
         print(json.dumps(answer | {"notes": list(notes)}, indent=2))
         return 0
     switches, _ = declarations(outcome.manager, ("core", plan.plugin))
-    if args.explain and args.explain not in switches:
-        raise StrataError(f"--explain {args.explain}: no switch of {plan.plugin} has that name")
+    explained = switch_named(args.explain, switches, plan.plugin) if args.explain else None
     warn((*notes, *outcome.warnings))
-    if args.explain:
-        print(explain_text(plan, args.explain, switches[args.explain]))
+    if explained:
+        print(explain_text(plan, explained, switches[explained]))
     elif args.toml:
         text = run_config.dumps(
             reproducing_config(
@@ -43,6 +45,16 @@ def run_plan(request: PlanRequest, args: argparse.Namespace) -> int:
     else:
         print(plan_text(plan, row))
     return 0
+
+
+def switch_named(name: str, switches: Mapping[str, Switch], plugin: str) -> str:
+    """The switch ``name`` means, in any case; an unknown name suggests the closest."""
+    by_folded = {known.casefold(): known for known in switches}
+    if name.casefold() in by_folded:
+        return by_folded[name.casefold()]
+    close = difflib.get_close_matches(name.casefold(), list(by_folded), n=1, cutoff=0.8)
+    hint = f"; did you mean {by_folded[close[0]]}?" if close else ""
+    raise StrataError(f"--explain {name}: no switch of {plugin} has that name{hint}")
 
 
 def reproducing_config(
