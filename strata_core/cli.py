@@ -131,7 +131,7 @@ def _parser() -> argparse.ArgumentParser:
     tune.add_argument(
         "--switches",
         action="store_true",
-        help="measure the calibratable switches in on/off pairs; write winners (>3%%) into "
+        help="measure the calibratable switches in on/off pairs; write clear winners into "
         "the run config's env",
     )
     tune.add_argument(
@@ -153,8 +153,19 @@ def _parser() -> argparse.ArgumentParser:
     tune.add_argument(
         "--min-gain",
         type=float,
-        default=1.05,
-        help="how much faster than the default a winner must be",
+        help="how much faster than the default a winner must be (default: 1.05 for a table, "
+        "1.03 for --switches)",
+    )
+    tune.add_argument(
+        "--budget",
+        type=float,
+        metavar="SECONDS",
+        help="with --switches: the longest a switch is measured (default 10)",
+    )
+    tune.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="with --switches: show the change to the run config as a diff; write nothing",
     )
 
     table = commands.add_parser("table", help="tuning tables")
@@ -301,6 +312,16 @@ def _ignored_options(args: argparse.Namespace, engine: Sequence[str]) -> list[st
         problems.append("--output writes the run config of --toml; give --toml too")
     if args.command in ("plan", "run") and args.integrated and args.device is None:
         problems.append("--integrated describes a card named with --device; give --device too")
+    if args.command == "tune" and not args.switches:
+        given = [
+            flag
+            for flag, value in (("--dry-run", args.dry_run), ("--budget", args.budget),
+                                ("--config", args.config), ("--profile", args.profile),
+                                ("--os", args.os), ("--kv-streaming", args.kv_streaming))
+            if value not in (None, False)
+        ]  # fmt: skip
+        if given:
+            problems.append(f"{given[0]} is for tune --switches; give --switches too")
     if args.command == "run" and engine and args.json:
         problems.append("run --json reports the workload; with -- ENGINE the engine runs instead")
     return problems

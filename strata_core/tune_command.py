@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import argparse
+import difflib
+import json
 import sys
 from collections.abc import Mapping
 from functools import partial
@@ -48,7 +50,8 @@ def run_tune(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         cases = cases_for(tokens)
     if args.repeats < 3:
         raise StrataError(f"--repeats {args.repeats}: at least 3, for a median")
-    if args.min_gain < 1:
+    min_gain = 1.05 if args.min_gain is None else args.min_gain
+    if min_gain < 1:
         raise StrataError(f"--min-gain {args.min_gain}: at least 1")
     tunable = HostGemmTunable(cases)
     print(
@@ -56,7 +59,7 @@ def run_tune(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         f"{args.repeats} rounds each",
         file=sys.stderr,
     )
-    table, _ = calibrate(tunable, args.repeats, args.min_gain, progress=sys.stderr)
+    table, _ = calibrate(tunable, args.repeats, min_gain, progress=sys.stderr)
     target = args.output
     if target is None:
         folder = (
@@ -90,8 +93,8 @@ def run_table_check(args: argparse.Namespace) -> int:
 
 
 def run_switch_trials(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    """Measure each calibratable switch on the host backend in alternating on/off pairs."""
-    import attrs
+    """Measure each calibratable switch on the host backend in alternating on/off pairs and
+    write the clear winners into the run config's env (or show the change: --dry-run)."""
     import numpy as np
 
     from . import config as run_config
@@ -100,27 +103,38 @@ def run_switch_trials(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from .host.library import HostLibrary
     from .host.plugin import host_device, strata_select_kernels
     from .records import RunContext
-    from .tuning.switch_trials import TRIALS, TrialResult, alternate, verdict
+    from .tuning.switch_trials import MIN_GAIN, TRIALS, TrialResult, alternate, verdict
 
+    min_gain = MIN_GAIN if args.min_gain is None else args.min_gain
+    budget = 10.0 if args.budget is None else args.budget
+    if min_gain <= 1:
+        raise StrataError(f"--min-gain {args.min_gain}: above 1 (1.03 is 3%)")
+    if not budget > 0:
+        raise StrataError(f"--budget {args.budget}: a positive number of seconds")
     workload = profile.load(args.profile)
     context = RunContext(os=args.os or this_os(), kv_streaming=args.kv_streaming)
     path = run_config.find(args.config, env) or Path("strata.toml")
-    config = run_config.load(path) if path.is_file() else run_config.RunConfig()
+    if path.is_file():
+        run_config.load(path)  # a malformed config is refused before anything is measured
     lib = HostLibrary()
     rng = np.random.default_rng(0)
-    inputs = {
-        "router_topk": rng.standard_normal(
-            (workload.prompt_tokens, workload.experts), dtype=np.float32
-        ),
-        "topk": rng.standard_normal(workload.context_cells, dtype=np.float32),
-    }
-    calls = {
-        "router_topk": lambda variant: lib.router_topk(
-            inputs["router_topk"], workload.experts_per_token, variant
-        ),
-        "topk": lambda variant: lib.topk(inputs["topk"], workload.cells_kept, variant),
-    }
-    calls["topk_prompt"] = calls["topk"]
+    logits = rng.standard_normal((workload.prompt_tokens, workload.experts), dtype=np.float32)
+    scores = rng.standard_normal(workload.context_cells, dtype=np.float32)
+    k = workload.experts_per_token
+
+    def router(variant: str) -> object:
+        return lib.router_topk(logits, k, variant)
+
+    def topk(variant: str) -> object:
+        return lib.topk(scores, workload.cells_kept, variant)
+
+    calls = {"router_topk": router, "topk": topk, "topk_prompt": topk}
+    print(
+        f"tune: measuring on the host backend ({lib.path.name}, {lib.isa}); the engine on a "
+        f"GPU may differ. A switch is kept when it is {(min_gain - 1) * 100:.0f}% faster by "
+        f"more than its spread; at most {budget:g} s a switch",
+        file=sys.stderr,
+    )
     results = []
     for trial in TRIALS:
         never = trial.never(context)
@@ -138,27 +152,57 @@ def run_switch_trials(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             chosen = strata_select_kernels(host_device(), context, state, workload)
             pick[bool(state)] = next(c.variant for c in chosen if c.op == trial.op)
         if pick[False] == pick[True]:
+            why = f"the host backend runs {trial.op} the same way ({pick[False]}) at this workload"
             results.append(
                 TrialResult(
-                    trial.switch,
-                    trial.value,
-                    None,
-                    False,
-                    f"{trial.switch}={trial.value}: the host backend runs "
-                    f"{trial.op} the same way ({pick[False]}) at this workload",
+                    trial.switch, trial.value, None, False, f"{trial.switch}={trial.value}: {why}"
                 )
             )
             continue
         call = calls[trial.op]
-        ratio = alternate(partial(call, pick[False]), partial(call, pick[True]), args.repeats)
-        results.append(verdict(trial, ratio))
+        measured = alternate(
+            partial(call, pick[False]),
+            partial(call, pick[True]),
+            args.repeats,
+            min_gain,
+            budget,
+        )
+        results.append(verdict(trial, measured, min_gain))
     for result in results:
         print(f"tune: {result.reason}", file=sys.stderr)
     won = {r.switch: r.value for r in results if r.keep}
-    if won:
-        write_atomic(path, run_config.dumps(attrs.evolve(config, env=dict(config.env) | won)))
-        print(
-            f"tune: wrote {', '.join(f'{k}={v}' for k, v in won.items())} into {path}",
-            file=sys.stderr,
+    if not won:
+        print(f"tune: nothing to write into {path}", file=sys.stderr)
+        return 0
+    old, new = with_env(path, won)
+    if args.dry_run:
+        sys.stdout.writelines(
+            difflib.unified_diff(
+                old.splitlines(keepends=True), new.splitlines(keepends=True), str(path), str(path)
+            )
         )
+        return 0
+    write_atomic(path, new)
+    print(
+        f"tune: wrote {', '.join(f'{k}={v}' for k, v in won.items())} into {path}", file=sys.stderr
+    )
     return 0
+
+
+def with_env(path: Path, values: Mapping[str, str]) -> tuple[str, str]:
+    """The run config's text before and after setting ``values`` in its env, everything else
+    kept: comments, order and formatting (tomlkit), or the server JSON's keys in order."""
+    import tomlkit
+
+    old = path.read_text(encoding="utf-8") if path.is_file() else ""
+    if path.suffix == ".json":
+        data = json.loads(old) if old else {}
+        data.setdefault("env", {}).update(values)
+        return old, json.dumps(data, indent=2) + "\n"
+    document = tomlkit.parse(old)
+    if "env" not in document:
+        document["env"] = tomlkit.table()
+    table = document["env"]
+    for name, value in values.items():
+        table[name] = value  # type: ignore[index]
+    return old, tomlkit.dumps(document)

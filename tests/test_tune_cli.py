@@ -1,15 +1,20 @@
 """`strata-core tune`, `strata-core table check` and the tuning part of `plan`."""
 
 import json
+import os
 import re
 import shutil
+import time
 from pathlib import Path
 
 import pytest
 from cli_runner import strata_core
 
+from strata_core import cli
 from strata_core import config as run_config
-from strata_core.tuning.switch_trials import TRIALS, verdict
+from strata_core.files import write_atomic
+from strata_core.tune_command import run_tune, with_env
+from strata_core.tuning.switch_trials import TRIALS, Measured, alternate, verdict
 
 FIXTURES = Path(__file__).parent / "fixtures/tables"
 
@@ -144,17 +149,19 @@ def test_switch_trials_write_only_winners_into_the_run_config(env, tmp_path):
     config.write_text('exe = "build-hip/strata"\n\n[env]\nSTRATA_HC_Q8 = "0"\n')
     result = run("tune", "--switches", "--repeats", "3", "--config", str(config), env=env)
     lines = [line.removeprefix("tune: ") for line in result.stderr.splitlines()]
+    assert lines[0].startswith("measuring on the host backend (libstrata_host.so, ")
     said = {
         trial.switch: next(line for line in lines if line.startswith(trial.switch))
         for trial in TRIALS
     }
     measured = {"STRATA_HIP_ROUTER_OLD", "STRATA_TOPK_OLD", "STRATA_TOPK_STREAM"}
-    assert all(re.search(r" (is|changes speed by) [+-]\d+\.\d%", said[s]) for s in measured)
+    shape = r": \d+\.\d{3} -> \d+\.\d{3} ms, [+-]\d+\.\d% ± \d+\.\d% \(medians of \d+ pairs"
+    assert all(re.search(shape, said[s]) for s in measured)
     assert said["STRATA_SH_STREAM"] == (
         "STRATA_SH_STREAM: only the engine on a GPU can measure it; the host backend has no "
         "such path"
     )
-    won = {s for s, line in said.items() if line.endswith("; written into the run config")}
+    won = {s for s, line in said.items() if line.endswith(": written into the run config")}
     written = run_config.load(config)
     assert dict(written.env) == {"STRATA_HC_Q8": "0"} | {
         s: next(t.value for t in TRIALS if t.switch == s) for s in won
@@ -162,18 +169,88 @@ def test_switch_trials_write_only_winners_into_the_run_config(env, tmp_path):
     assert written.exe == "build-hip/strata"
 
 
+def fake_measure(ratio, spread):
+    return Measured(1e-3, 1e-3 / ratio, ratio, spread, 12, 1.0, True)
+
+
 @pytest.mark.parametrize(
-    ("ratio", "keep", "words"),
-    [
-        (1.5, True, "STRATA_TOPK_STREAM=0 is +50.0% faster; written into the run config"),
-        (1.03, False, "STRATA_TOPK_STREAM=0 changes speed by +3.0%, not more than 3%; left unset"),
-        (0.8, False, "STRATA_TOPK_STREAM=0 changes speed by -20.0%, not more than 3%; left unset"),
-    ],
-)
-def test_a_switch_is_kept_only_past_three_percent(ratio, keep, words):
+    ("ratio", "spread", "min_gain", "keep"),
+    [(1.5, 0.01, 1.03, True), (1.05, 0.03, 1.03, False), (1.05, 0.01, 1.03, True),
+     (1.05, 0.01, 1.10, False), (0.8, 0.01, 1.03, False)],
+)  # fmt: skip
+def test_a_switch_is_kept_only_past_the_min_gain_by_more_than_its_spread(
+    ratio, spread, min_gain, keep
+):
     trial = next(t for t in TRIALS if t.switch == "STRATA_TOPK_STREAM")
-    result = verdict(trial, ratio)
-    assert (result.keep, result.reason) == (keep, words)
+    result = verdict(trial, fake_measure(ratio, spread), min_gain)
+    assert result.keep == keep
+    assert result.reason.startswith(
+        f"STRATA_TOPK_STREAM=0: 1.000 -> {1 / ratio:.3f} ms, {(ratio - 1) * 100:+.1f}% ± "
+        f"{spread * 100:.1f}% (medians of 12 pairs in 1.0 s); "
+    )
+    assert result.reason.endswith(": written into the run config" if keep else ": left unset")
+
+
+def test_pairs_go_on_until_the_gain_is_clear():
+    slow, fast = (lambda: time.sleep(0.002)), (lambda: time.sleep(0.001))
+    measured = alternate(slow, fast, min_pairs=5, min_gain=1.03, budget_s=20)
+    assert measured.settled and measured.pairs >= 5
+    assert 1.5 < measured.ratio < 2.5
+
+
+def test_the_time_budget_ends_an_unclear_measurement(monkeypatch):
+    """Samples whose off/on ratio swings widely never settle; the budget (on a fake clock)
+    ends the pairs and says so."""
+    clock = [0.0]
+    monkeypatch.setattr("strata_core.tuning.switch_trials.time.perf_counter", lambda: clock[0])
+
+    def taking(durations):
+        durations = iter(durations * 1000)
+
+        def run():
+            clock[0] += next(durations)
+
+        return run
+
+    off, on = taking([1.0, 1.3, 0.7, 1.2]), taking([1.0, 0.7, 1.3, 0.8])
+    measured = alternate(off, on, min_pairs=3, min_gain=1.03, budget_s=20)
+    assert not measured.settled and 20 < measured.seconds <= 30
+    assert measured.describe().endswith("the time budget ran out first)")
+
+
+def test_a_config_edit_keeps_comments_order_and_mode(tmp_path):
+    config = tmp_path / "strata.toml"
+    text = '# mine\nexe = "build-hip/strata"  # the engine\n\n[env]\n# keep\nSTRATA_HC_Q8 = "0"\n'
+    config.write_text(text)
+    config.chmod(0o640)
+    old, new = with_env(config, {"STRATA_TOPK_STREAM": "0"})
+    assert old == text
+    assert new == text + 'STRATA_TOPK_STREAM = "0"\n'
+    write_atomic(config, new)
+    assert config.read_text() == new and config.stat().st_mode & 0o777 == 0o640
+
+
+def test_dry_run_shows_a_diff_and_writes_nothing(env, tmp_path, monkeypatch, capsys):
+    config = tmp_path / "strata.toml"
+    config.write_text('[env]\nSTRATA_HC_Q8 = "0"\n')
+    monkeypatch.setattr(
+        "strata_core.tuning.switch_trials.alternate", lambda *_: fake_measure(1.5, 0.01)
+    )
+    args = cli._parser().parse_args(
+        ["tune", "--switches", "--dry-run", "--repeats", "3", "--config", str(config)]
+    )
+    assert run_tune(args, env) == 0
+    assert config.read_text() == '[env]\nSTRATA_HC_Q8 = "0"\n'
+    assert capsys.readouterr().out.splitlines() == [
+        f"--- {config}",
+        f"+++ {config}",
+        "@@ -1,2 +1,5 @@",
+        " [env]",
+        ' STRATA_HC_Q8 = "0"',
+        '+STRATA_HIP_ROUTER_OLD = "1"',
+        '+STRATA_TOPK_OLD = "1"',
+        '+STRATA_TOPK_STREAM = "0"',
+    ]
 
 
 def test_sh_stream_is_never_measured_on_windows_with_kv_streaming(env, tmp_path):
@@ -193,3 +270,12 @@ def test_sh_stream_is_never_measured_on_windows_with_kv_streaming(env, tmp_path)
         "tune: STRATA_SH_STREAM: never measured on Windows with KV streaming: the fork "
         "stopped the engine there (AMD_HIP.md)"
     ) in result.stderr.splitlines()
+
+
+def test_a_new_file_gets_the_umasks_mode(tmp_path):
+    umask = os.umask(0o027)
+    try:
+        write_atomic(tmp_path / "new.toml", "x = 1\n")
+    finally:
+        os.umask(umask)
+    assert (tmp_path / "new.toml").stat().st_mode & 0o777 == 0o640

@@ -4,6 +4,7 @@ written into the run config's env only when the trial value wins by more than 3%
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable
@@ -12,7 +13,10 @@ import attrs
 
 from ..records import RunContext
 
-MIN_WIN = 1.03
+#: "only when it wins by more than 3%"
+MIN_GAIN = 1.03
+#: each timed sample runs the call this long at least, so that a sample is not timer noise
+SAMPLE_S = 0.01
 
 
 @attrs.frozen
@@ -44,35 +48,98 @@ TRIALS = (
 
 
 @attrs.frozen
+class Measured:
+    """Alternating off/on pairs: the median time of each side, the median of the pairs'
+    off/on ratios (above 1 the trial is faster) and half their interquartile range."""
+
+    off_s: float
+    on_s: float
+    ratio: float
+    spread: float
+    pairs: int
+    seconds: float
+    settled: bool
+
+    def describe(self) -> str:
+        gain = f"{(self.ratio - 1) * 100:+.1f}% ± {self.spread * 100:.1f}%"
+        budget = "" if self.settled else ", the time budget ran out first"
+        return (
+            f"{self.off_s * 1e3:.3f} -> {self.on_s * 1e3:.3f} ms, {gain} "
+            f"(medians of {self.pairs} pairs in {self.seconds:.1f} s{budget})"
+        )
+
+
+@attrs.frozen
 class TrialResult:
     switch: str
     value: str
-    ratio: float | None  # unset time / trial time; above 1 the trial is faster
+    measured: Measured | None
     keep: bool
     reason: str
 
 
-def alternate(run_off: Callable[[], object], run_on: Callable[[], object], pairs: int) -> float:
-    """Median of unset / trial times over ``pairs`` pairs, the order swapped each pair."""
-    run_off(), run_on()
-    off: list[float] = []
-    on: list[float] = []
-    for pair in range(pairs):
-        order = ((run_off, off), (run_on, on))
-        for run, times in order if pair % 2 == 0 else order[::-1]:
-            start = time.perf_counter()
+def _batch(run: Callable[[], object]) -> Callable[[], float]:
+    """``run`` repeated for at least SAMPLE_S; the seconds of one call."""
+    start = time.perf_counter()
+    run()
+    calls = max(1, math.ceil(SAMPLE_S / max(time.perf_counter() - start, 1e-9)))
+
+    def sample() -> float:
+        start = time.perf_counter()
+        for _ in range(calls):
             run()
-            times.append(time.perf_counter() - start)
-    return statistics.median(off) / statistics.median(on)
+        return (time.perf_counter() - start) / calls
+
+    return sample
 
 
-def verdict(trial: SwitchTrial, ratio: float) -> TrialResult:
-    keep = ratio > MIN_WIN
-    change = f"{(ratio - 1) * 100:+.1f}%"
+def alternate(
+    run_off: Callable[[], object],
+    run_on: Callable[[], object],
+    min_pairs: int,
+    min_gain: float,
+    budget_s: float,
+) -> Measured:
+    """Pairs of off and on samples, the order swapped each pair, until the ratio's spread is
+    small against the threshold (at most half of min_gain - 1) or clearly apart from it (more
+    than two spreads away), after ``min_pairs``; or until ``budget_s`` is spent."""
+    off, on = _batch(run_off), _batch(run_on)
+    offs: list[float] = []
+    ons: list[float] = []
+    start = time.perf_counter()
+    while True:
+        first, second = (off, on) if len(offs) % 2 == 0 else (on, off)
+        a, b = first(), second()
+        offs.append(a if first is off else b)
+        ons.append(b if first is off else a)
+        if len(offs) < min_pairs:
+            continue
+        ratios = [x / y for x, y in zip(offs, ons, strict=True)]
+        ratio = statistics.median(ratios)
+        low, _, high = statistics.quantiles(ratios, n=4)
+        spread = (high - low) / 2
+        settled = spread <= (min_gain - 1) / 2 or abs(ratio - min_gain) > 2 * spread
+        spent = time.perf_counter() - start
+        if settled or spent > budget_s:
+            return Measured(
+                statistics.median(offs),
+                statistics.median(ons),
+                ratio,
+                spread,
+                len(offs),
+                spent,
+                settled,
+            )
+
+
+def verdict(trial: SwitchTrial, measured: Measured, min_gain: float) -> TrialResult:
+    """Kept only when the gain is past ``min_gain`` by more than its spread."""
+    keep = measured.ratio - measured.spread > min_gain
+    threshold = f"{(min_gain - 1) * 100:.0f}%"
+    said = f"{trial.switch}={trial.value}: {measured.describe()}"
     reason = (
-        f"{trial.switch}={trial.value} is {change} faster; written into the run config"
+        f"{said}; past {threshold} by more than the spread: written into the run config"
         if keep
-        else f"{trial.switch}={trial.value} changes speed by {change}, not more "
-        f"than {(MIN_WIN - 1) * 100:.0f}%; left unset"
+        else f"{said}; not past {threshold} by more than the spread: left unset"
     )
-    return TrialResult(trial.switch, trial.value, ratio, keep, reason)
+    return TrialResult(trial.switch, trial.value, measured, keep, reason)
