@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .errors import StrataError
 from .files import write_atomic
-from .tuning.tables import TableError, read, render
+from .tuning.tables import HOST, TableError, read, render
 
 
 def parse_case(text: str) -> tuple:
@@ -54,12 +54,7 @@ def run_tune(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if min_gain < 1:
         raise StrataError(f"--min-gain {args.min_gain}: at least 1")
     tunable = HostGemmTunable(cases)
-    print(
-        f"tune: host backend, {tunable.arch}, {tunable.version}: {len(cases)} cases, "
-        f"{args.repeats} rounds each",
-        file=sys.stderr,
-    )
-    table, _ = calibrate(tunable, args.repeats, min_gain, progress=sys.stderr)
+    name = HOST.file_name(tunable.arch, tunable.version)
     target = args.output
     if target is None:
         folder = (
@@ -67,7 +62,20 @@ def run_tune(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             if env.get("STRATA_TUNING_DIR")
             else data_dir(env)
         )
-        target = folder / table.kind.file_name(table.arch, table.version)
+        target = folder / name
+    elif target.is_dir():
+        target = target / name
+    elif target.name != name:
+        raise StrataError(
+            f"--output {target}: the lookup takes this machine's table only as {name}; "
+            "name the file so, or give its folder"
+        )
+    print(
+        f"tune: host backend, {tunable.arch}, {tunable.version}: {len(cases)} cases, "
+        f"{args.repeats} rounds each",
+        file=sys.stderr,
+    )
+    table, _ = calibrate(tunable, args.repeats, min_gain, progress=sys.stderr)
     write_atomic(target, render(table))
     tuned = sum(row.tuned for row in table.rows)
     print(f"tune: wrote {len(table.rows)} rows ({tuned} tuned) to {target}", file=sys.stderr)
@@ -83,6 +91,14 @@ def run_table_check(args: argparse.Namespace) -> int:
             failed = True
             for problem in error.problems:
                 print(problem)
+            continue
+        name = table.kind.file_name(table.arch, table.version)
+        if path.name != name:
+            failed = True
+            print(
+                f"{path}: its header names {table.kind.magic} {table.arch} {table.version}, "
+                f"so the lookup takes it only as {name}"
+            )
             continue
         tuned = sum(row.tuned for row in table.rows)
         print(

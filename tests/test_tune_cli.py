@@ -279,3 +279,28 @@ def test_a_new_file_gets_the_umasks_mode(tmp_path):
     finally:
         os.umask(umask)
     assert (tmp_path / "new.toml").stat().st_mode & 0o777 == 0o640
+
+
+def test_table_check_refuses_what_the_lookup_refuses(env, tmp_path):
+    """A table is found by its name, which must be what its header names."""
+    renamed = tmp_path / "gfx1151-hipblaslt-100500.txt"
+    shutil.copy(FIXTURES / "gfx1151-hipblaslt-100401.txt", renamed)
+    result = run("table", "check", str(renamed), env=env, check=False)
+    assert result.returncode == 1
+    assert result.stdout == (
+        f"{renamed}: its header names STRATA_HIPBLASLT_TUNING_V1 gfx1151 100401, so the lookup "
+        "takes it only as gfx1151-hipblaslt-100401.txt\n"
+    )
+
+
+def test_tune_writes_only_what_table_check_takes(env, tmp_path):
+    case = ("tune", "--case", "32,qkv,96,64,f32", "--repeats", "3")
+    refused = run(*case, "--output", str(tmp_path / "mine.txt"), env=env, check=False)
+    assert refused.returncode == 2 and refused.stderr.startswith(
+        f"strata-core: --output {tmp_path / 'mine.txt'}: the lookup takes this machine's table "
+        "only as "
+    )
+    assert not list(tmp_path.iterdir())
+    run(*case, "--output", str(tmp_path), env=env)
+    (written,) = tmp_path.iterdir()
+    assert run("table", "check", str(written), env=env).stdout.startswith(f"{written}: ok: host")
