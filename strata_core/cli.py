@@ -87,6 +87,24 @@ def _parser() -> argparse.ArgumentParser:
     )
     _detection_options(devices)
 
+    report = commands.add_parser(
+        "env", help="what a report of a run needs: versions, drivers, devices, variables"
+    )
+    report.add_argument("--json", action="store_true", help="print JSON")
+    report.add_argument(
+        "--sysfs",
+        metavar="DIR",
+        type=Path,
+        help="sysfs root to read (default: $STRATA_SYSFS or /sys)",
+    )
+    report.add_argument(
+        "--config",
+        metavar="FILE",
+        type=Path,
+        help="run config (default: $STRATA_CONFIG, else ./strata.toml if present)",
+    )
+    _detection_options(report)
+
     plan = commands.add_parser("plan", help="show what would run and why; changes nothing")
     output = plan.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print JSON")
@@ -289,6 +307,10 @@ def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) ->
             from .tune_command import run_table_check
 
             return run_table_check(args)
+        if args.command == "env":
+            from .env_command import run_env
+
+            return run_env(plan_request(args, env, recorder), args.json)
         if args.command == "plan":
             from .plan_command import run_plan
 

@@ -118,13 +118,13 @@ def detection_context(request: PlanRequest) -> DetectionContext:
         sysfs=root,
         env=dict(env),
         hip_probe=hip,
-        hip_timeout_s=_seconds(env, "STRATA_HIP_PROBE_TIMEOUT", 15.0),
+        hip_timeout_s=seconds_variable(env, "STRATA_HIP_PROBE_TIMEOUT", 15.0),
         cuda_probe=cuda,
         recorder=request.recorder,
     )
 
 
-def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+def seconds_variable(env: Mapping[str, str], name: str, default: float) -> float:
     raw = env.get(name)
     if raw is None:
         return default
@@ -288,7 +288,7 @@ def run_settings(
         kernel_library=library,
         runtime_libraries=tuple(runtime_candidates(plan.backend, env)),
         child_env=dict(env),
-        timeout_s=_seconds(env, "STRATA_RUN_TIMEOUT", RUN_TIMEOUT_S),
+        timeout_s=seconds_variable(env, "STRATA_RUN_TIMEOUT", RUN_TIMEOUT_S),
     )
 
 
@@ -328,7 +328,7 @@ def library_versions(request: PlanRequest, plan: Plan) -> dict:
         )
     elif any(needed[k] and not given[k] for k in given):
         env = request.env
-        timeout = _seconds(env, "STRATA_HIP_PROBE_TIMEOUT", 15.0)
+        timeout = seconds_variable(env, "STRATA_HIP_PROBE_TIMEOUT", 15.0)
         probed = versions.probe(env, timeout, request.recorder)
     return {k: versions.LibraryVersion(v, "given") if v else probed[k] for k, v in given.items()}
 

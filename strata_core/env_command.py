@@ -1,0 +1,128 @@
+"""`strata-core env`: what a report of a run needs (AMD_HIP.md, "Reporting a Windows AMD run":
+the card, the driver, what the device lists say), in one command: strata and its plugins,
+Python, the OS, the GPU drivers and runtimes found, the BLAS libraries' versions, the devices,
+the variables that change a plan and the run config."""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from . import __version__
+from . import config as run_config
+from .answer_cache import ENV_PREFIXES
+from .pipeline import PlanRequest, detect, seconds_variable
+
+#: where the kernel drivers say their version
+DRIVER_FILES = {
+    "amdgpu": Path("/sys/module/amdgpu/version"),
+    "nvidia": Path("/proc/driver/nvidia/version"),
+}
+
+
+def os_name() -> str:
+    """The distribution's PRETTY_NAME (os-release), else the platform's name."""
+    try:
+        for line in Path("/etc/os-release").read_text(encoding="utf-8").splitlines():
+            key, _, value = line.partition("=")
+            if key == "PRETTY_NAME":
+                return value.strip().strip('"')
+    except OSError:
+        pass
+    return platform.platform()
+
+
+def _first_line(path: Path) -> str | None:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    return lines[0].strip() if lines else None
+
+
+def report(request: PlanRequest) -> dict:
+    """Everything the report holds, as JSON-ready data."""
+    from .report import SCHEMA_VERSION, device_dict
+    from .tuning import versions
+
+    env = request.env
+    path, config = run_config.find_and_load(request.config, env, request.recorder)
+    detected = detect(request, config)
+    os_label = "windows" if sys.platform == "win32" else "linux"
+    timeout = seconds_variable(env, "STRATA_HIP_PROBE_TIMEOUT", 15.0)
+    libraries = versions.probe(env, timeout, request.recorder)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "strata": __version__,
+        "plugins": [
+            {
+                "name": r.name,
+                "distribution": r.distribution,
+                "version": r.version,
+                "status": r.status.value,
+            }
+            for r in detected.manager.records.values()
+        ],
+        "python": f"{platform.python_version()} ({sys.executable})",
+        "os": os_name(),
+        "kernel": platform.release(),
+        "drivers": {name: _first_line(file) for name, file in DRIVER_FILES.items()},
+        "runtimes": list(detected.found.notes),
+        "libraries": {name: {"version": v.version, "how": v.how} for name, v in libraries.items()},
+        "devices": [
+            device_dict(a, detected.selection, os_label, env) for a in detected.assignments
+        ],
+        "selected": list(detected.selection.indices),
+        "variables": {k: v for k, v in sorted(env.items()) if k.startswith(ENV_PREFIXES)},
+        "run_config": {
+            "path": str(path) if path else None,
+            "gpu": config.gpu,
+            "exe": config.exe,
+            "env": dict(config.env),
+            "args": list(config.args),
+        },
+        "warnings": list(detected.warnings),
+    }
+
+
+def text(answer: Mapping) -> str:
+    lines = [f"strata {answer['strata']}", "plugins:"]
+    lines += [
+        f"  {p['name']} ({p['distribution']} {p['version']}): {p['status']}"
+        for p in answer["plugins"]
+    ]
+    lines += [
+        f"python: {answer['python']}",
+        f"os: {answer['os']} (kernel {answer['kernel']})",
+        "drivers:",
+    ]
+    lines += [f"  {name}: {line or 'not loaded'}" for name, line in answer["drivers"].items()]
+    lines += ["runtimes:"] + [f"  {note}" for note in answer["runtimes"]]
+    lines += ["libraries:"]
+    lines += [
+        f"  {name}: {info['version'] or 'unknown'} ({info['how']})"
+        for name, info in answer["libraries"].items()
+    ]
+    lines += ["devices:"]
+    lines += [
+        f"  {'*' if d['selected'] else ' '} {d['index']}  {d['name']}  {d['gfx']}  "
+        f"{d['family']}  {d['status']}; {d['reason']}"
+        for d in answer["devices"]
+    ] or ["  none"]
+    lines += ["variables that change a plan:"]
+    lines += [f"  {k}={v}" for k, v in answer["variables"].items()] or ["  none"]
+    config = answer["run_config"]
+    lines += [f"run config: {config['path'] or 'none'}"]
+    if config["path"]:
+        lines += [f"  {key}: {config[key]}" for key in ("exe", "gpu", "env", "args")]
+    lines += [f"warning: {w}" for w in answer["warnings"]]
+    return "\n".join(lines)
+
+
+def run_env(request: PlanRequest, as_json: bool) -> int:
+    answer = report(request)
+    print(json.dumps(answer, indent=2) if as_json else text(answer))
+    return 0

@@ -1,0 +1,35 @@
+"""`strata-core env`: one command for what a report of a run needs."""
+
+import json
+
+from cli_runner import strata_core
+
+from strata_core.testing.sysfs import R9700, write_sysfs
+
+
+def test_env_reports_versions_devices_variables_and_the_run_config(env, tmp_path):
+    root = write_sysfs(tmp_path / "sys", [R9700])
+    config = tmp_path / "strata.toml"
+    config.write_text('exe = "build-hip/strata"\n[env]\nSTRATA_HC_Q8 = "0"\n')
+    carried = env | {"STRATA_TOPK_OLD": "1", "HIP_VISIBLE_DEVICES": "0"}
+    chosen = ("--sysfs", str(root), "--config", str(config))
+    answer = json.loads(strata_core("env", "--json", *chosen, env=carried).stdout)
+    assert answer["schema_version"] == 1 and answer["strata"] == "0.1.0"
+    assert {"core", "hip_rdna4", "cuda"} <= {p["name"] for p in answer["plugins"]}
+    assert answer["python"].startswith(".".join(map(str, __import__("sys").version_info[:2])))
+    assert set(answer["libraries"]) == {"hipblaslt", "rocblas"}
+    (card,) = answer["devices"]
+    assert (card["gfx"], card["plugin"], card["selected"]) == ("gfx1201", "hip_rdna4", True)
+    assert answer["variables"]["STRATA_TOPK_OLD"] == "1"
+    assert answer["variables"]["HIP_VISIBLE_DEVICES"] == "0"
+    assert answer["run_config"] == {
+        "path": str(config),
+        "gpu": None,
+        "exe": "build-hip/strata",
+        "env": {"STRATA_HC_Q8": "0"},
+        "args": [],
+    }
+    text = strata_core("env", *chosen, env=carried).stdout.splitlines()
+    assert text[0] == "strata 0.1.0"
+    assert "  STRATA_TOPK_OLD=1" in text and f"run config: {config}" in text
+    assert any(line.startswith("  * 0  ") and "gfx1201" in line for line in text)
