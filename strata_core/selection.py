@@ -119,19 +119,26 @@ def choose(
 def _automatic(
     usable: Mapping[int, Assignment], visible: Mapping[int, Assignment], numbering: str
 ) -> Selection:
+    passed_over = tuple(
+        f"{numbering} {i} ({a.device.gfx}) passed over: {a.reason}"
+        for i, a in visible.items()
+        if not a.usable
+    )
     if not usable:
-        return Selection((), {}, "no visible GPU that an installed plugin runs")
+        return Selection((), {}, "no visible GPU that an installed plugin runs", passed_over)
     discrete = [i for i, a in usable.items() if not a.device.integrated]
     pool = discrete or list(usable)
     best = max(pool, key=lambda i: (usable[i].device.vram_bytes or 0, -i))
-    notes = tuple(
+    notes = passed_over + tuple(
         f"integrated {a.device.name} ({numbering} {i}, {a.device.gfx}) skipped: "
         "a discrete card can run"
         for i, a in usable.items()
         if discrete and a.device.integrated
     )
     kind = "discrete card" if discrete else "integrated GPU (no discrete card can run)"
-    return _finish((best,), {}, f"the {kind} with the most VRAM", visible, notes)
+    among = f" of the {len(pool)} a plugin runs" if len(pool) > 1 else " a plugin runs"
+    reason = f"the {kind} with the most VRAM{among}" if len(pool) > 1 else f"the only {kind}{among}"
+    return _finish((best,), {}, reason, visible, notes)
 
 
 def _explicit(

@@ -16,6 +16,7 @@ from strata_core.testing.sysfs import (
     RX_7900_XTX,
     RX_9070_XT,
     STRIX_HALO,
+    fake_gpu,
 )
 
 
@@ -38,7 +39,16 @@ def test_r9700_and_rx_9070_xt_takes_the_card_with_more_vram(machine):
     _, assignments, selection, _ = plan(machine, [RX_9070_XT, R9700])
     assert [a.plugin for a in assignments] == ["hip_rdna4", "hip_rdna4"]
     assert selection.indices == (1,)
-    assert selection.reason == "the discrete card with the most VRAM"
+    assert selection.reason == "the discrete card with the most VRAM of the 2 a plugin runs"
+
+
+def test_a_card_no_plugin_runs_is_passed_over_by_name(machine):
+    """The reason says why a card with more VRAM that no plugin runs was not taken."""
+    big = fake_gpu("gfx908", vram_gib=32, pci_bus=0x05)
+    _, _, selection, _ = plan(machine, [big, R9700])
+    assert selection.indices == (1,)
+    assert selection.reason == "the only discrete card a plugin runs"
+    assert selection.notes[0].startswith("HIP 0 (gfx908) passed over: no installed plugin runs")
 
 
 def test_780m_alone_runs_on_the_igpu_plugin(machine):
