@@ -109,28 +109,45 @@ def device_dict(
 
 
 def devices_text(rows: Sequence[dict], selection: Selection) -> str:
+    """The cards under column headers (``*`` marks the chosen ones), each with its status and
+    who runs it on the line below."""
     if not rows:
         return "no AMD GPU found"
-    lines = []
+    table = [("", "#", "card", "target", "family", "kind", "VRAM", "PCI")]
+    below = []
     for row in rows:
-        mark = "*" if row["selected"] else " "
-        index = "-" if row["index"] is None else str(row["index"])
         gfx = row["gfx"] + (
             ""
             if row["gfx"] == row["physical_gfx"]
             else f" (physical {row['physical_gfx']}, {row['override']})"
         )
         vram = "?" if row["vram_bytes"] is None else f"{row['vram_bytes'] / GIB:.1f} GiB"
-        kind = "integrated" if row["integrated"] else "discrete"
-        lines.append(
-            f"{mark} {index:>2}  {row['name']}  {gfx}  {row['family']}  {kind}  "
-            f"{vram}  {row['pci'] or 'no PCI address'}"
+        table.append(
+            (
+                "*" if row["selected"] else " ",
+                "-" if row["index"] is None else str(row["index"]),
+                row["name"],
+                gfx,
+                row["family"],
+                "integrated" if row["integrated"] else "discrete",
+                vram,
+                row["pci"] or "no PCI address",
+            )
         )
         role = f" [{row['role']}]" if row["role"] else ""
-        lines.append(f"      {row['status']}; {row['reason']}{role}")
+        below.append(f"      {row['status']}; {row['reason']}{role}")
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    lines = [
+        "  ".join(cell.rjust(w) if i == 1 else cell.ljust(w) for i, (cell, w) in
+                  enumerate(zip(r, widths, strict=True))).rstrip()
+        for r in table
+    ]  # fmt: skip
+    out = [lines[0]]
+    for line, status in zip(lines[1:], below, strict=True):
+        out += [line, status]
     chosen = ", ".join(str(i) for i in selection.indices) or "none"
-    lines.append(f"selected: {chosen} ({selection.reason})")
-    return "\n".join(lines)
+    out.append(f"selected: {chosen} ({selection.reason})")
+    return "\n".join(out)
 
 
 SOURCE_TITLES = {

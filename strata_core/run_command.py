@@ -70,16 +70,56 @@ def report_run(outcome: PlanOutcome, as_json: bool) -> int:
         print(json.dumps(answer, indent=2))
         return 0
     print(ran.headline)
-    for name, result in ran.kernels.items():
-        memory = "DRAM" if ran.backend == HOST else "card"
-        share = (
-            f", {result['bandwidth_of_read']:.0%} of {memory} read"
-            if name == "matvec_q8_0" and result["bandwidth_of_read"] is not None
-            else ""
-        )
-        print(
-            f"  {name:<20} {result['variant']:<15} {result['calls']:>3} calls, checked "
-            f"{result['checked']}: {result['median_ms']:.3f} ms, {result['throughput']:,.1f} "
-            f"{result['unit']}, {result['bandwidth_gbs']:.1f} GB/s{share}"
-        )
+    print(kernel_table(ran.kernels, "DRAM" if ran.backend == HOST else "card"))
     return 0
+
+
+#: SI prefixes for counts per second
+PREFIXES = ((1e9, "G"), (1e6, "M"), (1e3, "K"))
+
+
+def readable(value: float, unit: str) -> str:
+    """A rate with a prefix where its unit is a count (2,370.4 M cells/s)."""
+    if unit in ("tokens/s", "cells/s"):
+        for scale, prefix in PREFIXES:
+            if value >= scale:
+                return f"{value / scale:,.1f} {prefix} {unit}"
+    return f"{value:,.1f} {unit}"
+
+
+def kernel_table(kernels: Mapping[str, dict], memory: str) -> str:
+    """The run's kernels under column headers; a read share above 100% is cache-resident."""
+    rows = [("kernel", "variant", "calls", "checked", "median", "spread", "throughput", "read",
+             f"of {memory} read")]  # fmt: skip
+    for name, r in kernels.items():
+        share = r["bandwidth_of_read"]
+        of_read = (
+            ""
+            if name != "matvec_q8_0" or share is None
+            else "cache-resident"
+            if share > 1
+            else f"{share:.0%}"
+        )
+        rows.append(
+            (
+                name,
+                r["variant"],
+                str(r["calls"]),
+                str(r["checked"]),
+                f"{r['median_ms']:.3f} ms",
+                f"±{r['spread_ms']:.3f} ms",
+                readable(r["throughput"], r["unit"]),
+                f"{r['bandwidth_gbs']:,.1f} GB/s",
+                of_read,
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    left = {0, 1}
+    return "\n".join(
+        "  "
+        + "  ".join(
+            cell.ljust(w) if i in left else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in rows
+    )

@@ -91,7 +91,14 @@ def test_devices_json(tmp_path, env):
 def test_devices_text_through_strata_sysfs(tmp_path, env):
     root = write_sysfs(tmp_path, [MI50, R9700])
     out = run("devices", "--gpus", "0,1", env=env | {"STRATA_SYSFS": str(root)}).stdout
-    assert "*  0  Instinct MI50 / Instinct MI60 / Radeon VII  gfx906  GCN5 (Vega20)" in out
+    header, mi50 = out.splitlines()[1:3]
+    assert header.split() == ["#", "card", "target", "family", "kind", "VRAM", "PCI"]
+    assert mi50.split()[:2] == ["*", "0"]
+    assert [c.strip() for c in mi50.split("  ") if c.strip()][2:5] == [
+        "Instinct MI50 / Instinct MI60 / Radeon VII",
+        "gfx906",
+        "GCN5 (Vega20)",
+    ]
     assert "source build, community-tested; gfx906 carries code for gfx906 [helper]" in out
     assert "maintainer-tested; hip_rdna4 carries code for gfx1201 [main]" in out
     assert "note: cards of two families (GCN5 (Vega20), RDNA4) need a system ROCm 7" in out

@@ -59,7 +59,13 @@ def test_no_gpu_runs_the_host_workload_and_checks_every_result(env, tmp_path):
 def test_human_report(env, tmp_path):
     out = run("--profile", str(TINY), "--sysfs", str(tmp_path), env=env).stdout
     assert out.splitlines()[0].startswith("host backend: libstrata_host.so, ")
-    assert "  matvec_q8_0" in out and "checked 3" in out
+    lines = out.splitlines()
+    assert lines[1].split() == ["kernel", "variant", "calls", "checked", "median", "spread",
+                                "throughput", "read", "of", "DRAM", "read"]  # fmt: skip
+    matvec = lines[2].split()
+    assert matvec[:4] == ["matvec_q8_0", matvec[1], "3", "3"] and matvec[5] == "ms"
+    assert matvec[-1].endswith("%") or matvec[-1] == "cache-resident"
+    assert not any(w.endswith("%") and int(w[:-1]) > 100 for line in lines for w in line.split())
 
 
 def test_a_card_the_hip_runtime_does_not_see_runs_on_the_host(env, tmp_path):

@@ -168,14 +168,21 @@ class KernelReport:
     checked: int = 0
 
     def as_dict(self, read_gbs: float) -> dict:
+        """The report; ``spread_ms`` is half the interquartile range of the calls' times, and
+        ``bandwidth_of_read`` above 1 means the data was cache-resident."""
         median = statistics.median(self.seconds)
         bandwidth = self.bytes_read / median / GB
+        spread = 0.0
+        if len(self.seconds) > 1:
+            low, _, high = statistics.quantiles(self.seconds, n=4)
+            spread = (high - low) / 2
         return {
             "variant": self.variant,
             "reason": self.reason,
             "calls": len(self.seconds),
             "checked": self.checked,
             "median_ms": round(median * 1e3, 4),
+            "spread_ms": round(spread * 1e3, 4),
             "throughput": round(self.amount / median, 2),
             "unit": self.unit,
             "bandwidth_gbs": round(bandwidth, 2),
