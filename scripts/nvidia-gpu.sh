@@ -16,7 +16,7 @@ prepare)
     mkdir -p .whl
     python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 \
         --implementation cp --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-        -d .whl cffi pycparser cattrs pyelftools tomli-w tomlkit msgpack
+        -d .whl cffi pycparser cattrs pyelftools tomli-w tomlkit structlog msgpack
     ;;
 run)
     repo=$(pwd)

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from . import __version__
+from . import __version__, log
 from .answer_cache import Recorder
 from .context import KV_TYPES, OS_NAMES, PACKS
 from .errors import StrataError
@@ -55,14 +55,33 @@ def target_name(text: str) -> str:
     return text.strip()
 
 
+def _logging_options() -> _Parser:
+    """-v, -q and --log-format, taken by every command."""
+    options = _Parser(add_help=False)
+    level = options.add_mutually_exclusive_group()
+    level.add_argument("-v", "--verbose", action="store_true", help="say debug lines too")
+    level.add_argument("-q", "--quiet", action="store_true", help="say warnings and errors only")
+    options.add_argument(
+        "--log-format",
+        choices=log.FORMATS,
+        default="people",
+        help="stderr lines for people (default), or key=value (logfmt) or JSON for machines",
+    )
+    return options
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG, description="Which AMD GPU backend of the Strata engine runs on this PC."
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    logging_options = _logging_options()
 
-    plugins = commands.add_parser("plugins", help="list the architecture plugins")
+    def command(name: str, help: str) -> argparse.ArgumentParser:
+        return commands.add_parser(name, parents=[logging_options], help=help)
+
+    plugins = command("plugins", help="list the architecture plugins")
     plugins.add_argument("--json", action="store_true", help="print JSON")
     plugins.add_argument(
         "--check",
@@ -70,7 +89,7 @@ def _parser() -> argparse.ArgumentParser:
         help="hold each installed architecture plugin against every hook contract",
     )
 
-    devices = commands.add_parser("devices", help="list the AMD GPUs and who runs each")
+    devices = command("devices", help="list the AMD GPUs and who runs each")
     devices.add_argument("--json", action="store_true", help="print JSON")
     devices.add_argument(
         "--sysfs",
@@ -87,7 +106,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _detection_options(devices)
 
-    report = commands.add_parser(
+    report = command(
         "env", help="what a report of a run needs: versions, drivers, devices, variables"
     )
     report.add_argument("--json", action="store_true", help="print JSON")
@@ -105,7 +124,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _detection_options(report)
 
-    plan = commands.add_parser("plan", help="show what would run and why; changes nothing")
+    plan = command("plan", help="show what would run and why; changes nothing")
     output = plan.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print JSON")
     output.add_argument(
@@ -121,7 +140,7 @@ def _parser() -> argparse.ArgumentParser:
     _planning_options(plan)
     _detection_options(plan)
 
-    run = commands.add_parser(
+    run = command(
         "run",
         help="run the workload on this PC's backend, or start the engine: run -- ENGINE ARGS",
     )
@@ -130,7 +149,7 @@ def _parser() -> argparse.ArgumentParser:
     _planning_options(run)
     _detection_options(run)
 
-    tune = commands.add_parser("tune", help="calibrate the host backend and write a table")
+    tune = command("tune", help="calibrate the host backend and write a table")
     tune.add_argument(
         "--output",
         metavar="FILE",
@@ -186,9 +205,11 @@ def _parser() -> argparse.ArgumentParser:
         help="with --switches: show the change to the run config as a diff; write nothing",
     )
 
-    table = commands.add_parser("table", help="tuning tables")
+    table = command("table", help="tuning tables")
     table_commands = table.add_subparsers(dest="table_command", required=True, metavar="ACTION")
-    check = table_commands.add_parser("check", help="validate tables; exit 1 if any is refused")
+    check = table_commands.add_parser(
+        "check", parents=[logging_options], help="validate tables; exit 1 if any is refused"
+    )
     check.add_argument("files", nargs="+", type=Path, metavar="FILE")
     return parser
 
@@ -282,7 +303,7 @@ def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) ->
         at = argv.index("--")
         argv, engine = argv[:at], argv[at + 1 :]
         if not engine:
-            print(f"{PROG}: run --: name the engine to start", file=sys.stderr)
+            log.error("run --: name the engine to start")
             return 2
     if "--explain" in argv[:-1]:
         at = argv.index("--explain")
@@ -292,6 +313,10 @@ def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) ->
     for problem in _ignored_options(args, engine):
         parser.error(problem)
     env = dict(os.environ)
+    try:
+        log.configure(log.level_from(args.verbose, args.quiet, env), args.log_format)
+    except ValueError as bad:
+        parser.error(str(bad))
     try:
         if args.command == "plugins":
             return _plugins(args, env)
@@ -351,7 +376,7 @@ def _ignored_options(args: argparse.Namespace, engine: Sequence[str]) -> list[st
 
 def _fail(message: str, status: int, as_json: bool) -> int:
     """The one line of a command that cannot go on; with --json, a JSON answer on stdout too."""
-    print(f"{PROG}: {message}", file=sys.stderr)
+    log.error(message)
     if as_json:
         from .report import SCHEMA_VERSION
 
@@ -474,6 +499,6 @@ def _devices(request: PlanRequest, as_json: bool) -> int:
     else:
         warn(detected.warnings)
         for note in notes:
-            print(f"note: {note}")
+            log.info(note, kind="note")
         print(devices_text(rows, selection))
     return 0

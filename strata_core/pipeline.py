@@ -13,7 +13,7 @@ from pathlib import Path
 
 import attrs
 
-from . import archdb, profile
+from . import archdb, log, profile
 from . import config as run_config
 from .answer_cache import Recorder
 from .claims import Assignment, assign
@@ -165,6 +165,13 @@ def detect(request: PlanRequest, config: run_config.RunConfig) -> Detected:
     found = scan(manager, context)
     assignments, problems = assign(manager, found.devices, chosen_plugin(request, config))
     selection = choose_backend(assignments, device_choice(request, config))
+    for a in assignments:
+        log.debug(
+            f"{a.device.name} ({a.device.gfx}, index {a.device.index}): {a.reason}",
+            kind="detection",
+            seen_by=",".join(a.device.seen_by),
+        )
+    log.debug(f"selected {list(selection.indices)}: {selection.reason}", kind="selection")
     return Detected(manager, found, tuple(assignments), selection, tuple(problems))
 
 

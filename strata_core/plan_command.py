@@ -10,6 +10,7 @@ from collections.abc import Mapping
 import attrs
 
 from . import config as run_config
+from . import log
 from .errors import StrataError
 from .files import write_atomic
 from .pipeline import PlanRequest, make_plan
@@ -29,7 +30,9 @@ def run_plan(request: PlanRequest, args: argparse.Namespace) -> int:
         return 0
     switches, _ = declarations(outcome.manager, ("core", plan.plugin))
     explained = switch_named(args.explain, switches, plan.plugin) if args.explain else None
-    warn((*notes, *outcome.warnings))
+    for note in notes:
+        log.info(note, kind="note")
+    warn(outcome.warnings)
     if explained:
         print(explain_text(plan, explained, switches[explained]))
     elif args.toml:

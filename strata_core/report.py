@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping, Sequence
 
-from . import packages
+from . import log, packages
 from .claims import Assignment
 from .manager import PluginRecord
 from .records import KernelLibrary
@@ -245,6 +244,5 @@ def explain_text(plan, name: str, switch) -> str:
 
 
 def warn(lines: Sequence[str]) -> None:
-    """Each line on stderr, after the command's name."""
     for line in lines:
-        print(f"strata-core: {line}", file=sys.stderr)
+        log.warning(line)

@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 
+from . import log
 from .pipeline import PlanOutcome, PlanRequest, make_plan
 from .plan import HOST, Plan
 from .report import SCHEMA_VERSION, warn
@@ -15,16 +16,14 @@ from .report import SCHEMA_VERSION, warn
 
 def run(request: PlanRequest, as_json: bool, engine: Sequence[str]) -> int:
     outcome = make_plan(request)
-    if engine:
-        warn((*outcome.selection.notes, *outcome.warnings))
-        for line in outcome.plan.log:
-            print(line, file=sys.stderr)
-        return start_engine(outcome.plan, request.env, engine)
-    for note in outcome.notes:
-        print(note, file=sys.stderr)
+    notes = outcome.selection.notes if engine else outcome.notes
+    for note in notes:
+        log.info(note, kind="note")
     warn(outcome.warnings)
     for line in outcome.plan.log:
-        print(line, file=sys.stderr)
+        log.info(line, kind="start_line")
+    if engine:
+        return start_engine(outcome.plan, request.env, engine)
     return report_run(outcome, as_json)
 
 
@@ -38,11 +37,11 @@ def start_engine(plan: Plan, env: Mapping[str, str], engine: Sequence[str]) -> i
     try:
         os.execvpe(command[0], command, dict(env) | plan.engine_env())
     except FileNotFoundError:
-        print(f"strata-core: cannot start the engine {engine[0]}: not found", file=sys.stderr)
+        log.error(f"cannot start the engine {engine[0]}: not found")
         return 127
     except OSError as exc:
         why = exc.strerror or exc
-        print(f"strata-core: cannot start the engine {engine[0]}: {why}", file=sys.stderr)
+        log.error(f"cannot start the engine {engine[0]}: {why}")
         return 126
 
 
@@ -52,11 +51,11 @@ def report_run(outcome: PlanOutcome, as_json: bool) -> int:
     plan = outcome.plan
     said: list[str] = []
 
-    def log(line: str) -> None:
+    def say(line: str) -> None:
         said.append(line)
-        print(line, file=sys.stderr)
+        log.info(line, kind="note")
 
-    ran = run_workload(plan, plan.backend, log)
+    ran = run_workload(plan, plan.backend, say)
     if as_json:
         answer = {
             "schema_version": SCHEMA_VERSION,

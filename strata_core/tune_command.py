@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 
+from . import log
 from .errors import StrataError
 from .files import write_atomic
 from .tuning.tables import HOST, TableError, read, render
@@ -70,15 +71,14 @@ def run_tune(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             f"--output {target}: the lookup takes this machine's table only as {name}; "
             "name the file so, or give its folder"
         )
-    print(
+    log.info(
         f"tune: host backend, {tunable.arch}, {tunable.version}: {len(cases)} cases, "
-        f"{args.repeats} rounds each",
-        file=sys.stderr,
+        f"{args.repeats} rounds each"
     )
-    table, _ = calibrate(tunable, args.repeats, min_gain, progress=sys.stderr)
+    table, _ = calibrate(tunable, args.repeats, min_gain, progress=True)
     write_atomic(target, render(table))
     tuned = sum(row.tuned for row in table.rows)
-    print(f"tune: wrote {len(table.rows)} rows ({tuned} tuned) to {target}", file=sys.stderr)
+    log.info(f"tune: wrote {len(table.rows)} rows ({tuned} tuned) to {target}")
     return 0
 
 
@@ -145,11 +145,10 @@ def run_switch_trials(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         return lib.topk(scores, workload.cells_kept, variant)
 
     calls = {"router_topk": router, "topk": topk, "topk_prompt": topk}
-    print(
+    log.info(
         f"tune: measuring on the host backend ({lib.path.name}, {lib.isa}); the engine on a "
         f"GPU may differ. A switch is kept when it is {(min_gain - 1) * 100:.0f}% faster by "
-        f"more than its spread; at most {budget:g} s a switch",
-        file=sys.stderr,
+        f"more than its spread; at most {budget:g} s a switch"
     )
     results = []
     for trial in TRIALS:
@@ -185,10 +184,10 @@ def run_switch_trials(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         )
         results.append(verdict(trial, measured, min_gain))
     for result in results:
-        print(f"tune: {result.reason}", file=sys.stderr)
+        log.info(f"tune: {result.reason}", kind="switch", kept=result.keep)
     won = {r.switch: r.value for r in results if r.keep}
     if not won:
-        print(f"tune: nothing to write into {path}", file=sys.stderr)
+        log.info(f"tune: nothing to write into {path}")
         return 0
     old, new = with_env(path, won)
     if args.dry_run:
@@ -199,9 +198,7 @@ def run_switch_trials(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         )
         return 0
     write_atomic(path, new)
-    print(
-        f"tune: wrote {', '.join(f'{k}={v}' for k, v in won.items())} into {path}", file=sys.stderr
-    )
+    log.info(f"tune: wrote {', '.join(f'{k}={v}' for k, v in won.items())} into {path}")
     return 0
 
 

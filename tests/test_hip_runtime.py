@@ -233,7 +233,8 @@ def test_a_runtime_that_crashes_on_load_is_one_line_and_the_host_runs(stand_in, 
     carried = env | {"STRATA_HIP_LIBRARY": stand_in, "STAND_IN_FAULT": "segv-on-load"}
     result = strata_core("run", "--json", "--profile", str(TINY), "--sysfs", str(root), env=carried)
     assert (
-        "the GPU run (HIP runtime libamdhip64.so.7) died of SIGSEGV; the host backend runs the "
+        "strata-core: the GPU run (HIP runtime libamdhip64.so.7) died of SIGSEGV; the host "
+        "backend runs the "
         "workload"
     ) in result.stderr.splitlines()
     assert json.loads(result.stdout)["backend"] == "host"
@@ -250,7 +251,7 @@ def test_a_runtime_that_hangs_is_stopped_at_the_time_limit_and_the_host_runs(
     }
     result = strata_core("run", "--json", "--profile", str(TINY), "--sysfs", str(root), env=carried)
     assert (
-        "the GPU run (HIP runtime libamdhip64.so.7) gave no answer within 3 s "
+        "strata-core: the GPU run (HIP runtime libamdhip64.so.7) gave no answer within 3 s "
         "(STRATA_RUN_TIMEOUT sets the limit); the host backend runs the workload"
     ) in result.stderr.splitlines()
     assert json.loads(result.stdout)["backend"] == "host"

@@ -186,7 +186,7 @@ def test_the_notes_about_the_chosen_cards_reach_plan_and_run(env, tmp_path):
     assert json.loads(plan(*chosen, env=env).stdout)["notes"] == [note]
     assert f"strata-core: {note}" in strata_core("plan", *chosen, env=env).stderr.splitlines()
     ran = strata_core("run", "--json", "--profile", str(TINY), *chosen, env=env)
-    assert note in ran.stderr.splitlines()
+    assert f"strata-core: {note}" in ran.stderr.splitlines()
 
 
 def test_hip_ordinal_is_read_and_never_overridden(env, tmp_path):

@@ -34,7 +34,8 @@ run = partial(strata_core, "run")
 def test_no_gpu_runs_the_host_workload_and_checks_every_result(env, tmp_path):
     result = run("--json", "--profile", str(TINY), "--sysfs", str(tmp_path), env=env)
     assert result.stderr.splitlines()[0] == (
-        "no AMD GPU to run on (no visible GPU that an installed plugin runs); the host backend runs"
+        "strata-core: no AMD GPU to run on (no visible GPU that an installed plugin runs); the "
+        "host backend runs"
     )
     answer = json.loads(result.stdout)
     assert answer["backend"] == "host" and answer["workload"] == "tiny"
@@ -73,7 +74,8 @@ def test_a_card_the_hip_runtime_does_not_see_runs_on_the_host(env, tmp_path):
     hip = env | {"STRATA_HIP_LIBRARY": "libamdhip64.so.5"}
     result = run("--json", "--profile", str(TINY), "--sysfs", str(root), env=hip)
     assert (
-        "the HIP runtime libamdhip64.so.5 reports no device; the host backend runs the workload"
+        "strata-core: the HIP runtime libamdhip64.so.5 reports no device; the host backend runs "
+        "the workload"
     ) in result.stderr.splitlines()
     assert json.loads(result.stdout)["backend"] == "host"
 
@@ -83,7 +85,8 @@ def test_a_card_without_a_hip_runtime_runs_on_the_host(env, tmp_path):
     missing = env | {"STRATA_HIP_LIBRARY": str(tmp_path / "libamdhip64.so.7")}
     result = run("--json", "--profile", str(TINY), "--sysfs", str(root), env=missing)
     assert (
-        f"no HIP runtime found (tried {tmp_path / 'libamdhip64.so.7'}); the host backend runs "
+        f"strata-core: no HIP runtime found (tried {tmp_path / 'libamdhip64.so.7'}); the host "
+        "backend runs "
         "the workload"
     ) in result.stderr.splitlines()
     assert json.loads(result.stdout)["backend"] == "host"
@@ -201,5 +204,7 @@ def test_verbose_set_anywhere_prints_the_tuned_dispatch_summary(env, tmp_path, w
         env=env | extra,
     )  # fmt: skip
     lines = result.stderr.splitlines()
-    assert "host BLAS: 40 128 256 f32 prompt -> default" in lines
-    assert lines[-1] == ("host BLAS: tuned_launches=0 fallbacks=0 default_launches=2 disabled=0")
+    assert "strata-core: host BLAS: 40 128 256 f32 prompt -> default" in lines
+    assert lines[-1] == (
+        "strata-core: host BLAS: tuned_launches=0 fallbacks=0 default_launches=2 disabled=0"
+    )

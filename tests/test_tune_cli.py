@@ -148,7 +148,7 @@ def test_switch_trials_write_only_winners_into_the_run_config(env, tmp_path):
     config = tmp_path / "strata.toml"
     config.write_text('exe = "build-hip/strata"\n\n[env]\nSTRATA_HC_Q8 = "0"\n')
     result = run("tune", "--switches", "--repeats", "3", "--config", str(config), env=env)
-    lines = [line.removeprefix("tune: ") for line in result.stderr.splitlines()]
+    lines = [line.removeprefix("strata-core: tune: ") for line in result.stderr.splitlines()]
     assert lines[0].startswith("measuring on the host backend (libstrata_host.so, ")
     said = {
         trial.switch: next(line for line in lines if line.startswith(trial.switch))
@@ -267,8 +267,8 @@ def test_sh_stream_is_never_measured_on_windows_with_kv_streaming(env, tmp_path)
         env=env,
     )
     assert (
-        "tune: STRATA_SH_STREAM: never measured on Windows with KV streaming: the fork "
-        "stopped the engine there (AMD_HIP.md)"
+        "strata-core: tune: STRATA_SH_STREAM: never measured on Windows with KV streaming: the "
+        "fork stopped the engine there (AMD_HIP.md)"
     ) in result.stderr.splitlines()
 
 

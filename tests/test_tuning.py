@@ -1,6 +1,5 @@
 """Which table is taken and why, library versions, refusal counting, and calibration."""
 
-import io
 import shutil
 import subprocess
 from pathlib import Path
@@ -260,10 +259,9 @@ def test_no_libraries(tmp_path):
 # Refusals at run time.
 
 
-def test_a_refused_solution_falls_back_and_is_disabled_after_three():
+def test_a_refused_solution_falls_back_and_is_disabled_after_three(capsys):
     table = read(FIXTURES / HIP_NAME)
-    out = io.StringIO()
-    dispatch = TunedDispatch(table, "hipBLASLt", verbose=True, out=out)
+    dispatch = TunedDispatch(table, "hipBLASLt", verbose=True)
     key = (512, 4096, 2048, "bf16", "qkv")
     ran = []
 
@@ -281,11 +279,11 @@ def test_a_refused_solution_falls_back_and_is_disabled_after_three():
     assert dispatch.summary() == (
         "hipBLASLt: tuned_launches=1 fallbacks=3 default_launches=6 disabled=1"
     )
-    lines = out.getvalue().splitlines()
-    assert lines[0] == "hipBLASLt: 512 4096 2048 bf16 qkv -> 56537"
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "strata-core: hipBLASLt: 512 4096 2048 bf16 qkv -> 56537"
     assert lines[1] == (
-        "hipBLASLt: solution 56537 for 512 4096 2048 bf16 qkv refused 3 times "
-        "(invalid value); the default runs from now on"
+        "strata-core: warning: hipBLASLt: solution 56537 for 512 4096 2048 bf16 qkv refused 3 "
+        "times (invalid value); the default runs from now on"
     )
 
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, TextIO
+from typing import Any, Protocol
 
 import attrs
 import numpy as np
 
+from .. import log
 from .tables import DEFAULT, MIN_GAIN, Kind, Row, Table
 
 Runner = Callable[[str], Any]
@@ -86,7 +87,7 @@ def calibrate(
     tunable: Tunable,
     repeats: int = 7,
     min_gain: float = MIN_GAIN,
-    progress: TextIO | None = None,
+    progress: bool = False,
     check: Callable[[Any, Any], bool] = close_enough,
 ) -> tuple[Table, list[Outcome]]:
     cases = list(tunable.cases())
@@ -104,18 +105,17 @@ def calibrate(
         winner = best if best != DEFAULT and default_us / best_us >= min_gain else DEFAULT
         row = Row(case.key, winner, default_us, best_us if best_us > 0 else default_us, 0)
         outcomes.append(Outcome(case, medians, rejected, row))
-        if progress is not None:
+        if progress:
             verdict = (
                 f"{winner} {default_us / best_us:.2f}x"
                 if winner != DEFAULT
                 else f"default (best {best} {default_us / best_us:.2f}x)"
             )
             wrong = f"; wrong output: {', '.join(rejected)}" if rejected else ""
-            print(
+            log.info(
                 f"tune: [{number}/{len(cases)}] {case.label}: {verdict}, default "
                 f"{default_us:.1f} us{wrong}",
-                file=progress,
-                flush=True,
+                kind="progress",
             )
     meta = {
         "generator": "strata-core-tune",

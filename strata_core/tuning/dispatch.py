@@ -9,11 +9,11 @@ shape is printed once and :meth:`TunedDispatch.summary` gives the
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from collections.abc import Callable
-from typing import TextIO, TypeVar
+from typing import TypeVar
 
+from .. import log
 from .tables import DEFAULT, Table
 
 R = TypeVar("R")
@@ -25,13 +25,10 @@ class SolutionRefused(Exception):
 
 
 class TunedDispatch:
-    def __init__(
-        self, table: Table | None, label: str, verbose: bool = False, out: TextIO = sys.stderr
-    ) -> None:
+    def __init__(self, table: Table | None, label: str, verbose: bool = False) -> None:
         self.solutions = table.solutions() if table is not None else {}
         self.label = label
         self.verbose = verbose
-        self.out = out
         self.refusals: Counter[tuple] = Counter()
         self.disabled: set[tuple] = set()
         self.announced: set[tuple] = set()
@@ -49,7 +46,7 @@ class TunedDispatch:
         solution = self.choice(key)
         if self.verbose and key not in self.announced:
             self.announced.add(key)
-            print(f"{self.label}: {' '.join(map(str, key))} -> {solution}", file=self.out)
+            log.info(f"{self.label}: {' '.join(map(str, key))} -> {solution}", kind="tuning")
         if solution == DEFAULT:
             self.default_launches += 1
             return run(DEFAULT)
@@ -60,10 +57,10 @@ class TunedDispatch:
             self.refusals[key] += 1
             if self.refusals[key] >= REFUSALS_BEFORE_DISABLING:
                 self.disabled.add(key)
-                print(
+                log.warning(
                     f"{self.label}: solution {solution} for {' '.join(map(str, key))} refused "
                     f"{self.refusals[key]} times ({refusal}); the default runs from now on",
-                    file=self.out,
+                    kind="tuning",
                 )
             self.default_launches += 1
             return run(DEFAULT)

@@ -1,0 +1,97 @@
+"""Every diagnostic strata-core says goes through here (structlog), on stderr.
+
+For people: ``strata-core: <message>``, warnings as ``strata-core: warning: <message>``. For
+machines, ``--log-format logfmt`` (``level=info msg="..." kind=start_line``) or ``json``.
+The level is ``info`` by default; ``-q`` shows warnings and errors only, ``-v`` adds debug
+lines, and STRATA_LOG_LEVEL (debug, info, warning, error) sets it where no option does.
+Messages keep their words exactly (the reference page's start lines among them); what a
+machine may want besides is in key=value fields such as ``kind``."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+import structlog
+
+PROG = "strata-core"
+LEVELS = ("debug", "info", "warning", "error")
+FORMATS = ("people", "logfmt", "json")
+DEFAULT_LEVEL = "info"
+
+
+def level_from(verbose: bool, quiet: bool, env: Mapping[str, str]) -> str:
+    """-v or -q, else STRATA_LOG_LEVEL, else info; a bad STRATA_LOG_LEVEL is a ValueError."""
+    if verbose:
+        return "debug"
+    if quiet:
+        return "warning"
+    level = env.get("STRATA_LOG_LEVEL", DEFAULT_LEVEL).strip().lower()
+    if level not in LEVELS:
+        raise ValueError(
+            f"STRATA_LOG_LEVEL={env['STRATA_LOG_LEVEL']}: expected one of {', '.join(LEVELS)}"
+        )
+    return level
+
+
+def _for_people(_logger: Any, method: str, event: dict) -> str:
+    label = "warning: " if method == "warning" else ""
+    return f"{PROG}: {label}{event['event']}"
+
+
+def configure(
+    level: str = DEFAULT_LEVEL, fmt: str = "people", stream: TextIO | None = None
+) -> None:
+    """Where and how every later log call writes (default: stderr as it is at each call)."""
+    processors: list[Any] = [structlog.processors.add_log_level]
+    if fmt == "people":
+        processors.append(_for_people)
+    else:
+        processors.append(structlog.processors.EventRenamer("msg"))
+        processors.append(
+            structlog.processors.LogfmtRenderer(key_order=["level", "msg"])
+            if fmt == "logfmt"
+            else structlog.processors.JSONRenderer()
+        )
+    structlog.configure(
+        processors=processors,
+        wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level.upper())),
+        logger_factory=_StderrFactory(stream),
+        cache_logger_on_first_use=False,
+    )
+
+
+class _StderrFactory:
+    """Print loggers on ``stream``, or on sys.stderr as it is when a line is written (so that
+    a redirection in force, the answer cache's, sees the lines)."""
+
+    def __init__(self, stream: TextIO | None) -> None:
+        self.stream = stream
+
+    def __call__(self, *args: Any) -> structlog.PrintLogger:
+        return structlog.PrintLogger(self.stream or sys.stderr)
+
+
+def get() -> Any:
+    return structlog.get_logger()
+
+
+def info(message: str, **fields: Any) -> None:
+    get().info(message, **fields)
+
+
+def warning(message: str, **fields: Any) -> None:
+    get().warning(message, **fields)
+
+
+def error(message: str, **fields: Any) -> None:
+    get().error(message, **fields)
+
+
+def debug(message: str, **fields: Any) -> None:
+    get().debug(message, **fields)
+
+
+configure()
