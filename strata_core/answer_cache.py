@@ -13,8 +13,10 @@ while every one of them is unchanged. Only modules that cost nothing to import a
 
 from __future__ import annotations
 
+import errno
 import marshal
 import os
+import stat
 import sys
 import zlib
 
@@ -48,7 +50,13 @@ class Recorder:
         self.refusals: list[str] = []
 
     def read_text(self, path: str | os.PathLike[str]) -> str:
-        """The file's text (OSError, UnicodeDecodeError as ``open`` raises them)."""
+        """The file's text (OSError, UnicodeDecodeError as ``open`` raises them). Only a
+        regular file is opened: a FIFO, a device or a folder is an OSError, never read."""
+        kind = stat.S_IFMT(os.stat(path).st_mode)
+        if kind == stat.S_IFDIR:
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
+        if kind != stat.S_IFREG:
+            raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
         self.files.add(os.fspath(path))
         with open(path, encoding="utf-8") as handle:
             return handle.read()

@@ -96,7 +96,7 @@ def lookup(target: str) -> Arch | None:
 def compute_capability(target: str) -> int | None:
     """sm_90 -> 90; None for a target that names no NVIDIA compute capability."""
     digits = target.removeprefix(NVIDIA_PREFIX)
-    return int(digits) if target.startswith(NVIDIA_PREFIX) and digits.isdigit() else None
+    return int(digits) if target.startswith(NVIDIA_PREFIX) and digits.isdecimal() else None
 
 
 def newest_ptx_for(targets: Iterable[str], target: str) -> str | None:

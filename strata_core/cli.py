@@ -6,6 +6,7 @@ import argparse
 import json
 import math
 import os
+import signal
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -33,7 +34,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def positive_int(text: str) -> int:
-    value = int(text) if text.strip().lstrip("+").isdigit() else 0
+    value = int(text) if text.strip().lstrip("+").isdecimal() else 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number from 1, got {text!r}")
     return value
@@ -313,6 +314,8 @@ def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) ->
     for problem in _ignored_options(args, engine):
         parser.error(problem)
     env = dict(os.environ)
+    # a write past the file size limit fails with EFBIG (one line) instead of killing us
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     try:
         log.configure(log.level_from(args.verbose, args.quiet, env), args.log_format)
     except ValueError as bad:

@@ -47,6 +47,15 @@ class _BadValue(ValueError):
     """A value of the right shape but the wrong kind; its text is the whole message."""
 
 
+def _role_problem(key: str, role: str) -> str | None:
+    """What is wrong with one [gpu_roles] entry: HIP numbers (as keys) to main or helper."""
+    if not (key.isascii() and key.isdecimal()):
+        return f"{key!r} is not a HIP number"
+    if role not in ("main", "helper"):
+        return f"expected main or helper, got {role!r}"
+    return None
+
+
 def _strict_str(value: Any, _type: type) -> str:
     if isinstance(value, str):
         return value
@@ -125,6 +134,8 @@ def load(path: Path, recorder: Recorder | None = None) -> RunConfig:
         text = (recorder or Recorder()).read_text(path.resolve())
     except OSError as exc:
         raise StrataError(f"{path}: cannot read the run config ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise StrataError(f"{path}: not UTF-8 text (byte {exc.start}); not a run config") from None
     if path.suffix == ".json":
         return _load_server_json(path, text)
     try:
@@ -158,7 +169,13 @@ def _load_server_json(path: Path, text: str) -> RunConfig:
 
 def _structure(raw: dict, path: Path, text: str, forbid_extra_keys: bool) -> RunConfig:
     try:
-        return _converter(forbid_extra_keys).structure(raw, RunConfig)
+        config = _converter(forbid_extra_keys).structure(raw, RunConfig)
+        for key, role in config.gpu_roles.items():
+            problem = _role_problem(key, role)
+            if problem:
+                line = _line_of(text, ["gpu_roles", key], json_syntax=path.suffix == ".json")
+                raise StrataError(f"{path}:{line or 1}: gpu_roles.{key}: {problem}")
+        return config
     except cattrs.BaseValidationError as exc:
         first = cattrs.transform_error(exc, path="", format_exception=_describe)[0]
         message, _, where = first.rpartition(" @ ")
@@ -184,7 +201,7 @@ def _describe(exc: BaseException, type_: Any) -> str:
 
 def _line_of(text: str, keys: list[str], json_syntax: bool) -> int | None:
     """The line that sets ``keys`` (a dotted path, list indices ignored)."""
-    names = [k for k in keys if not k.isdigit()]
+    names = [k for k in keys if not k.isdecimal()]
     if not names:
         return None
     if json_syntax:

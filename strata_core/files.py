@@ -1,5 +1,7 @@
 """Atomic file writes: a reader sees the old file or the new one, never half of either. A file
-that is replaced keeps its mode; a new one gets the mode the umask gives."""
+that is replaced keeps its mode; a new one gets the mode the umask gives. A write that fails
+leaves the old file as it was and no temporary file behind, and is one StrataError naming the
+file and the reason."""
 
 from __future__ import annotations
 
@@ -8,9 +10,25 @@ import stat
 import tempfile
 from pathlib import Path
 
+from .errors import StrataError
+
 
 def write_atomic(path: Path, text: str) -> None:
     path = Path(path).resolve()
+    try:
+        _replace(path, text)
+    except OSError as exc:
+        raise StrataError(
+            f"{path}: cannot write ({exc.strerror or exc}); nothing was changed"
+        ) from None
+
+
+def _replace(path: Path, text: str) -> None:
+    if path.is_dir():
+        raise IsADirectoryError(21, "it is a folder")
+    blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise NotADirectoryError(20, f"{blocking} is a file, not a folder")
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
@@ -20,7 +38,7 @@ def write_atomic(path: Path, text: str) -> None:
         mode = 0o666 & ~umask
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as handle:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fchmod(handle.fileno(), mode)

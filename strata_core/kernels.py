@@ -93,7 +93,7 @@ def attention_choice(
         )
     if wmma == "auto":
         raw = switches.get("STRATA_HIP_WMMA_MIN_Q")
-        minimum = int(raw) if raw and raw.isdigit() else WMMA_MIN_QUERIES
+        minimum = int(raw) if raw and raw.isdecimal() else WMMA_MIN_QUERIES
         if workload.prompt_queries < minimum:
             return KernelChoice(
                 "prompt_attention",

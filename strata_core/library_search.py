@@ -25,6 +25,17 @@ def candidates(env: Mapping[str, str], variable: str, sonames: Sequence[str]) ->
     ]
 
 
+def unloadable(env: Mapping[str, str], variable: str) -> str | None:
+    """Why the library an override variable names did not load, naming both; None where the
+    variable names none."""
+    path = env.get(variable)
+    if not path:
+        return None
+    if not os.path.exists(path):
+        return f"{variable}={path}: no such file"
+    return f"{variable}={path}: not a library this process can load"
+
+
 def load_first(ffi: Any, names: Sequence[str]) -> tuple[Any, str | None, list[str]]:
     """(lib, name, tried): the first of ``names`` that ``ffi`` loads, and those it could not;
     lib and name are None when none loads."""

@@ -175,7 +175,7 @@ class PluginManager:
     def _load(self, ep: EntryPoint, dist: str, version: str) -> None:
         try:
             plugin = ep.load()
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # a plugin that calls sys.exit is broken too
             if self.strict:
                 raise
             why = f"import failed: {type(exc).__name__}: {exc}"
@@ -262,7 +262,7 @@ class PluginManager:
                     raise PluginError(
                         f"returned {_describe(result)}, expected {hint_name(spec.returns)}"
                     )
-            except Exception as exc:
+            except (Exception, SystemExit) as exc:
                 if self.strict:
                     raise
                 self._fail(name, f"{hook_name} raised {type(exc).__name__}: {exc}")

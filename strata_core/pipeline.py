@@ -8,6 +8,7 @@ is all that a run, an engine start or a rendering needs.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -132,7 +133,7 @@ def seconds_variable(env: Mapping[str, str], name: str, default: float) -> float
         value = float(raw)
     except ValueError:
         value = -1.0
-    if not value > 0:
+    if not (math.isfinite(value) and value > 0):
         raise StrataError(f"{name}={raw}: expected a positive number of seconds")
     return value
 

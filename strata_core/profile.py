@@ -20,6 +20,8 @@ def load(path: Path | None = None, recorder: Recorder | None = None) -> Workload
         raw = tomllib.loads((recorder or Recorder()).read_text(path.resolve()))
     except OSError as exc:
         raise StrataError(f"{path}: cannot read the profile ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise StrataError(f"{path}: not UTF-8 text (byte {exc.start}); not a profile") from None
     except tomllib.TOMLDecodeError as exc:
         raise StrataError(f"{path}: not valid TOML: {exc}") from None
     converter = cattrs.Converter(forbid_extra_keys=True)

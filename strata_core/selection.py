@@ -54,7 +54,7 @@ def parse_roles(text: str) -> dict[int, str]:
     roles: dict[int, str] = {}
     for item in text.split(","):
         index, _, role = item.partition("=")
-        if not index.strip().isdigit() or role.strip() not in ROLES:
+        if not index.strip().isdecimal() or role.strip() not in ROLES:
             raise StrataError(f"--gpu-roles {text}: expected N=main or N=helper, got {item!r}")
         if int(index) in roles:
             raise StrataError(f"--gpu-roles {text}: device {int(index)} is named twice")

@@ -49,7 +49,7 @@ class Switch:
         value = value.strip()
         return any(
             value == allowed
-            or (allowed == INTEGER and value.isdigit())
+            or (allowed == INTEGER and value.isdecimal())
             or (allowed == NUMBER and _NUMBER.match(value) is not None)
             or (allowed == PATH and value != "")
             for allowed in self.values

@@ -22,7 +22,7 @@ def parse_case(text: str) -> tuple:
     parts = text.split(",")
     if (
         len(parts) != 5
-        or not all(p.isdigit() and int(p) > 0 for p in (parts[0], *parts[2:4]))
+        or not all(p.isdecimal() and int(p) > 0 for p in (parts[0], *parts[2:4]))
         or parts[4] not in ("f32", "f16")
     ):
         raise StrataError(
@@ -76,7 +76,12 @@ def run_tune(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         f"{args.repeats} rounds each"
     )
     table, _ = calibrate(tunable, args.repeats, min_gain, progress=True)
-    write_atomic(target, render(table))
+    try:
+        write_atomic(target, render(table))
+    except StrataError:
+        sys.stdout.write(render(table))
+        log.warning("tune: the table could not be written; it is on stdout instead")
+        raise
     tuned = sum(row.tuned for row in table.rows)
     log.info(f"tune: wrote {len(table.rows)} rows ({tuned} tuned) to {target}")
     return 0
@@ -197,7 +202,12 @@ def run_switch_trials(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             )
         )
         return 0
-    write_atomic(path, new)
+    try:
+        write_atomic(path, new)
+    except StrataError:
+        sys.stdout.writelines(f"{name} = {value!r}\n" for name, value in won.items())
+        log.warning(f"tune: the winners could not be written; put them in {path}'s [env]")
+        raise
     log.info(f"tune: wrote {', '.join(f'{k}={v}' for k, v in won.items())} into {path}")
     return 0
 

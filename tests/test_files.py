@@ -3,6 +3,7 @@
 import pytest
 
 from strata_core import files
+from strata_core.errors import StrataError
 from strata_core.files import write_atomic
 
 
@@ -22,7 +23,10 @@ def test_write_atomic_failure_keeps_the_old_file(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(files.os, "replace", broken_replace)
-    with pytest.raises(OSError):
+    with pytest.raises(StrataError) as failed:
         write_atomic(target, "new = 2\n")
+    assert str(failed.value) == (
+        f"{target}: cannot write (No space left on device); nothing was changed"
+    )
     assert target.read_text() == "old = 1\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["strata.toml"]

@@ -50,13 +50,14 @@ def test_debian_runtime_loads_and_reports_no_device():
     assert note.endswith("sees 0 device(s)")
 
 
-def test_no_runtime_found(tmp_path):
-    found = hip.run_probe(
-        DetectionContext(
-            env={"STRATA_HIP_LIBRARY": str(tmp_path / "libamdhip64.so.7")}, hip_timeout_s=60
+def test_a_named_runtime_that_is_missing_or_no_library_is_named(tmp_path):
+    missing, junk = tmp_path / "libamdhip64.so.7", tmp_path / "junk.so"
+    junk.write_text("not a library")
+    for path, why in ((missing, "no such file"), (junk, "not a library this process can load")):
+        found = hip.run_probe(
+            DetectionContext(env={"STRATA_HIP_LIBRARY": str(path)}, hip_timeout_s=60)
         )
-    )
-    assert found.notes == ("no HIP runtime found (tried libamdhip64.so.7, .so.6, .so.5)",)
+        assert found.problems == (f"no HIP runtime: STRATA_HIP_LIBRARY={path}: {why}",)
 
 
 def test_a_runtime_that_crashes_is_one_line(stand_in):

@@ -140,7 +140,7 @@ def test_malformed_vram_counter_is_reported_and_left_unknown(tmp_path):
     counter.write_text("lots\n")
     (report,) = kfd.walk(root).reports
     assert report.vram_bytes is None
-    assert kfd.walk(root).problems == (f"{counter}: expected a byte count, got 'lots'",)
+    assert kfd.walk(root).problems == (f"{counter}: expected a byte count up to 1 PiB, got 'lots'",)
 
 
 def test_undecodable_version_is_reported(tmp_path):

@@ -252,8 +252,13 @@ def test_no_libraries(tmp_path):
         },
         timeout_s=60,
     )
-    assert found["hipblaslt"] == LibraryVersion(None, "no hipBLASLt library found")
-    assert found["rocblas"] == LibraryVersion(None, "no rocBLAS library found")
+    missing = tmp_path / "none.so"
+    assert found["hipblaslt"] == LibraryVersion(
+        None, f"STRATA_HIPBLASLT_LIBRARY={missing}: no such file"
+    )
+    assert found["rocblas"] == LibraryVersion(
+        None, f"STRATA_ROCBLAS_LIBRARY={missing}: no such file"
+    )
 
 
 # Refusals at run time.

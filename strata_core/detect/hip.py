@@ -45,6 +45,9 @@ def interpret(answer: dict) -> Detection:
     """Turn the probe's JSON answer into reports and notes."""
     library = answer.get("library")
     if library is None:
+        named = answer.get("named")
+        if named:
+            return Detection(problems=(f"no HIP runtime: {named}",))
         return Detection(notes=("no HIP runtime found (tried libamdhip64.so.7, .so.6, .so.5)",))
     version = answer.get("runtime_version")
     where = f"HIP runtime {library}" + (f" (version {_hip_version(version)})" if version else "")

@@ -15,6 +15,7 @@ from ..hip.binding import (
     device_facts,
     open_runtime,
 )
+from ..library_search import unloadable
 
 
 def probe(env: dict[str, str]) -> dict:
@@ -22,7 +23,7 @@ def probe(env: dict[str, str]) -> dict:
 
     lib, path, tried = open_runtime(candidate_paths(env))
     if lib is None or path is None:
-        return {"library": None, "tried": tried}
+        return {"library": None, "tried": tried, "named": unloadable(env, "STRATA_HIP_LIBRARY")}
     return _query(ffi, lib, path)
 
 

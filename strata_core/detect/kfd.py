@@ -17,6 +17,10 @@ strata_api_version = 1
 
 NODES_DIR = Path("class/kfd/kfd/topology/nodes")
 GIB = 1 << 30
+#: more memory than any GPU has: a counter past it is a malformed file
+MAX_MEMORY_BYTES = 1 << 50
+#: malformed lines of one file said one by one; the rest are counted
+MAX_LINE_PROBLEMS = 3
 
 
 @hookimpl
@@ -32,7 +36,7 @@ def walk(sysfs: Path, recorder: Recorder | None = None) -> Detection:
         return Detection(notes=(f"no KFD topology at {nodes_dir} (is the amdgpu driver loaded?)",))
     reports: list[DeviceReport] = []
     problems: list[str] = []
-    nodes = [nodes_dir / name for name in read.list_dir(nodes_dir) if name.isdigit()]
+    nodes = [nodes_dir / name for name in read.list_dir(nodes_dir) if name.isdecimal()]
     for node in sorted(nodes, key=lambda p: int(p.name)):
         report = _read_node(sysfs, node, problems, read)
         if report is not None:
@@ -41,7 +45,9 @@ def walk(sysfs: Path, recorder: Recorder | None = None) -> Detection:
 
 
 def parse_properties(path: Path, problems: list[str], read: Recorder) -> dict[str, int] | None:
-    """The fields of one ``properties`` file; None when it cannot be read at all."""
+    """The fields of one ``properties`` file; None when it cannot be read at all. A line that
+    is not ``name value`` with a decimal value is a problem for this file only; many such
+    lines are one problem that says how many."""
     try:
         text = read.read_text(path)
     except OSError as exc:
@@ -51,18 +57,33 @@ def parse_properties(path: Path, problems: list[str], read: Recorder) -> dict[st
         problems.append(f"{path}: not text; node skipped")
         return None
     fields: dict[str, int] = {}
+    bad: list[str] = []
     for lineno, line in enumerate(text.splitlines(), 1):
         parts = line.split()
         if not parts:
             continue
-        if len(parts) != 2 or not parts[1].isdigit():
-            problems.append(f"{path}:{lineno}: expected 'name value', got {line.strip()!r}")
+        if len(parts) != 2 or not (parts[1].isascii() and parts[1].isdecimal()):
+            bad.append(f"{path}:{lineno}: expected 'name value', got {line.strip()[:80]!r}")
             continue
         fields[parts[0]] = int(parts[1])
+    problems += bad[:MAX_LINE_PROBLEMS]
+    if len(bad) > MAX_LINE_PROBLEMS:
+        problems.append(f"{path}: {len(bad) - MAX_LINE_PROBLEMS} more malformed lines")
     if not fields:
         problems.append(f"{path}: empty; node skipped")
         return None
     return fields
+
+
+def out_of_range(fields: dict[str, int]) -> str | None:
+    """What in a GPU node's fields cannot be true of a real card, or None."""
+    if fields.get("domain", 0) > 0xFFFF:
+        return f"domain {fields['domain']} is past a PCI domain's 16 bits"
+    if fields.get("location_id", 0) > 0xFFFF:
+        return f"location_id {fields['location_id']} is past a PCI bus/devfn's 16 bits"
+    if fields.get("wave_front_size") not in (None, 32, 64):
+        return f"wave_front_size {fields['wave_front_size']} is neither 32 nor 64"
+    return None
 
 
 def decode_gfx_target_version(version: int) -> str:
@@ -91,7 +112,16 @@ def _read_node(sysfs: Path, node: Path, problems: list[str], read: Recorder) -> 
         problems.append(f"{path}: no gfx_target_version; node skipped")
         return None
     if fields["gfx_target_version"] == 0:
+        if fields.get("simd_count", 0) > 0:
+            problems.append(
+                f"{path}: gfx_target_version 0 on a node with {fields['simd_count']} SIMDs; "
+                "node skipped"
+            )
         return None  # a CPU node
+    impossible = out_of_range(fields)
+    if impossible:
+        problems.append(f"{path}: {impossible}; node skipped")
+        return None
     try:
         gfx = decode_gfx_target_version(fields["gfx_target_version"])
     except ValueError as exc:
@@ -152,11 +182,11 @@ def _read_counter(
     text = _read_text(directory, name, read)
     if directory is None or text is None:
         return None
-    try:
-        return int(text, 0)
-    except ValueError:
-        problems.append(f"{directory / name}: expected a byte count, got {text[:40]!r}")
+    value = int(text) if text.isascii() and text.isdecimal() else None
+    if value is None or value > MAX_MEMORY_BYTES:
+        problems.append(f"{directory / name}: expected a byte count up to 1 PiB, got {text[:40]!r}")
         return None
+    return value
 
 
 def _integrated_evidence(

@@ -50,7 +50,7 @@ def _select(value: str, candidates: Sequence[int], uuids: Sequence[str | None]) 
             if not match:
                 break
             position = match[0]
-        elif token.isdigit() and int(token) < len(candidates):
+        elif token.isdecimal() and int(token) < len(candidates):
             position = candidates[int(token)]
         else:
             break

@@ -116,7 +116,7 @@ MI50 = FakeGPU(
 def gfx_target_version(gfx: str) -> int:
     """KFD's number for a target: gfx1032 is 100302, gfx906 is 90006, gfx90a is 90010."""
     digits = gfx.split(":", 1)[0].removeprefix("gfx")
-    if len(digits) < 3 or not digits[:-2].isdigit():
+    if len(digits) < 3 or not digits[:-2].isdecimal():
         raise ValueError(f"{gfx!r} is not a gfx target")
     return int(digits[:-2]) * 10000 + int(digits[-2], 16) * 100 + int(digits[-1], 16)
 

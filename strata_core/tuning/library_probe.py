@@ -8,7 +8,7 @@ import json
 import os
 import sys
 
-from ..library_search import candidates
+from ..library_search import candidates, unloadable
 
 CDEF = """
 typedef void *hipblasLtHandle_t;
@@ -32,10 +32,17 @@ def _open(ffi, env: dict[str, str], variable: str, sonames: tuple[str, ...]):
     return None, None
 
 
+def _missing(env: dict[str, str], variable: str) -> dict | None:
+    """The answer for a library the variable names that did not load; None where it names
+    none (then the library is simply not found)."""
+    named = unloadable(env, variable)
+    return None if named is None else {"error": named}
+
+
 def hipblaslt(ffi, env: dict[str, str]) -> dict | None:
     lib, name = _open(ffi, env, "STRATA_HIPBLASLT_LIBRARY", HIPBLASLT_SONAMES)
     if lib is None:
-        return None
+        return _missing(env, "STRATA_HIPBLASLT_LIBRARY")
     handle = ffi.new("hipblasLtHandle_t *")
     status = lib.hipblasLtCreate(handle)
     if status != 0:
@@ -51,7 +58,7 @@ def hipblaslt(ffi, env: dict[str, str]) -> dict | None:
 def rocblas(ffi, env: dict[str, str]) -> dict | None:
     lib, name = _open(ffi, env, "STRATA_ROCBLAS_LIBRARY", ROCBLAS_SONAMES)
     if lib is None:
-        return None
+        return _missing(env, "STRATA_ROCBLAS_LIBRARY")
     size = ffi.new("size_t *")
     status = lib.rocblas_get_version_string_size(size)
     if status != 0:

@@ -179,14 +179,14 @@ def _parse_row(
             if not re.fullmatch(r"[a-z][a-z0-9_]*", text):
                 problems.append(f"{where}: op must be a lower-case name, got {text!r}")
             key.append(text)
-        elif not text.isdigit() or int(text) == 0:
+        elif not text.isdecimal() or int(text) == 0:
             problems.append(f"{where}: {column} must be a positive integer, got {text!r}")
             key.append(text)
         else:
             key.append(int(text))
     solution = values["solution"]
     if solution != DEFAULT and not (
-        solution.lstrip("-").isdigit()
+        solution.removeprefix("-").isdecimal()
         or (kind is HOST and re.fullmatch(r"[a-z][a-z0-9_]*", solution))
     ):
         problems.append(

@@ -72,7 +72,8 @@ def probe(
         if info is None:
             found[library] = LibraryVersion(None, f"no {label} library found")
         elif "error" in info:
-            found[library] = LibraryVersion(None, f"{info['library']}: {info['error']}")
+            where = f"{info['library']}: " if "library" in info else ""
+            found[library] = LibraryVersion(None, f"{where}{info['error']}")
         else:
             found[library] = LibraryVersion(info["version"], f"probed from {info['library']}")
     return found
