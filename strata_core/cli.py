@@ -90,40 +90,14 @@ def _parser() -> argparse.ArgumentParser:
         help="hold each installed architecture plugin against every hook contract",
     )
 
-    devices = command("devices", help="list the AMD GPUs and who runs each")
-    devices.add_argument("--json", action="store_true", help="print JSON")
-    devices.add_argument(
-        "--sysfs",
-        metavar="DIR",
-        type=Path,
-        help="sysfs root to read (default: $STRATA_SYSFS or /sys)",
+    _scan_options(
+        command("devices", help="list the AMD GPUs and who runs each"),
+        "run config whose gpu is used (default: $STRATA_CONFIG, else ./strata.toml if present)",
     )
-    devices.add_argument(
-        "--config",
-        metavar="FILE",
-        type=Path,
-        help="run config whose gpu is used (default: $STRATA_CONFIG, "
-        "else ./strata.toml if present)",
+    _scan_options(
+        command("env", help="what a report of a run needs: versions, drivers, devices, variables"),
+        "run config (default: $STRATA_CONFIG, else ./strata.toml if present)",
     )
-    _detection_options(devices)
-
-    report = command(
-        "env", help="what a report of a run needs: versions, drivers, devices, variables"
-    )
-    report.add_argument("--json", action="store_true", help="print JSON")
-    report.add_argument(
-        "--sysfs",
-        metavar="DIR",
-        type=Path,
-        help="sysfs root to read (default: $STRATA_SYSFS or /sys)",
-    )
-    report.add_argument(
-        "--config",
-        metavar="FILE",
-        type=Path,
-        help="run config (default: $STRATA_CONFIG, else ./strata.toml if present)",
-    )
-    _detection_options(report)
 
     plan = command("plan", help="show what would run and why; changes nothing")
     output = plan.add_mutually_exclusive_group()
@@ -213,6 +187,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("files", nargs="+", type=Path, metavar="FILE")
     return parser
+
+
+def _scan_options(parser: argparse.ArgumentParser, config_help: str) -> None:
+    """What `devices` and `env` take: --json, the sysfs root, the run config, the cards."""
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument(
+        "--sysfs",
+        metavar="DIR",
+        type=Path,
+        help="sysfs root to read (default: $STRATA_SYSFS or /sys)",
+    )
+    parser.add_argument("--config", metavar="FILE", type=Path, help=config_help)
+    _detection_options(parser)
 
 
 def _planning_options(parser: argparse.ArgumentParser) -> None:

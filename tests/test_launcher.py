@@ -13,7 +13,8 @@ from cli_runner import strata_core
 from strata_core import launcher
 from strata_core.testing.sysfs import R9700, write_sysfs
 
-#: prints its arguments and the environment it got, and its pid into PID_FILE when set
+#: prints its arguments and the environment it got (its pid into PID_FILE), then sleeps,
+#: kills itself or exits as told
 ENGINE = """
 import json, os, sys, time
 if os.environ.get("PID_FILE"):
@@ -23,6 +24,7 @@ if os.environ.get("FAKE_ENGINE_SLEEP"):
     time.sleep(float(os.environ["FAKE_ENGINE_SLEEP"]))
 if os.environ.get("FAKE_ENGINE_SIGNAL"):
     os.kill(os.getpid(), int(os.environ["FAKE_ENGINE_SIGNAL"]))
+sys.exit(int(os.environ.get("FAKE_ENGINE_STATUS", "0")))
 """
 
 
@@ -124,3 +126,31 @@ def test_ctrl_c_while_planning_ends_with_130(monkeypatch, capsys):
     monkeypatch.setattr("strata_core.cli.main", interrupted)
     assert launcher.main(["run"]) == 130
     assert capsys.readouterr().err == ""
+
+
+def test_run_starts_the_engine_with_the_plan(pc, engine):
+    chosen = ("run", "--pack", "IQ3_S", "--os", "linux", "--", str(engine), "--serve")
+    result = strata_core(*chosen, env=pc | {"STRATA_HC_Q8": "0"})
+    seen = json.loads(result.stdout)
+    assert seen["argv"] == ["--serve", "--pcie-frac", "0.15"]
+    assert seen["env"]["STRATA_HIP_WMMA"] == "1"
+    assert seen["env"]["STRATA_HC_Q8"] == "0"  # the user's value, untouched
+    assert "hipBLASLt tuning table: none (" in result.stderr
+
+
+def test_an_explicit_engine_argument_wins(pc, engine):
+    result = strata_core("run", "--pack", "IQ3_S", "--", str(engine), "--pcie-frac", "0.3", env=pc)
+    assert json.loads(result.stdout)["argv"] == ["--pcie-frac", "0.3"]
+
+
+def test_the_engines_exit_status_passes_through(env, tmp_path, engine):
+    result = strata_core(
+        "run",
+        "--sysfs",
+        str(tmp_path),
+        "--",
+        str(engine),
+        env=env | {"FAKE_ENGINE_STATUS": "3"},
+        check=False,
+    )
+    assert result.returncode == 3

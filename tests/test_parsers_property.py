@@ -5,6 +5,7 @@ import re
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -66,32 +67,17 @@ def test_tables(header, body):
         assert all(re.match(rf"{re.escape(str(path))}(:\d+)?: ", p) for p in refused.problems)
 
 
+@pytest.mark.parametrize(
+    ("name", "load"),
+    [("strata.toml", run_config.load), ("strata-hip.json", run_config.load),
+     ("profile.toml", profile.load)],
+)  # fmt: skip
 @SETTINGS
-@given(TEXT)
-def test_run_config(text):
-    path = _file(text, "strata.toml")
+@given(text=TEXT)
+def test_run_config_and_profile(name, load, text):
+    path = _file(text, name)
     try:
-        run_config.load(path)
-    except StrataError as refused:
-        assert str(refused).startswith(str(path))
-
-
-@SETTINGS
-@given(TEXT)
-def test_server_json_config(text):
-    path = _file(text, "strata-hip.json")
-    try:
-        run_config.load(path)
-    except StrataError as refused:
-        assert str(refused).startswith(str(path))
-
-
-@SETTINGS
-@given(TEXT)
-def test_profile(text):
-    path = _file(text, "profile.toml")
-    try:
-        profile.load(path)
+        load(path)
     except StrataError as refused:
         assert str(refused).startswith(str(path))
 

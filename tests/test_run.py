@@ -1,7 +1,6 @@
 """`strata-core run`: the host workload with every result checked, and starting the engine."""
 
 import json
-import sys
 from functools import partial
 from pathlib import Path
 
@@ -20,14 +19,6 @@ from strata_core.testing.sysfs import R9700, write_sysfs
 from strata_core.tuning.dispatch import TunedDispatch
 
 TINY = Path(__file__).parent / "fixtures/profiles/tiny.toml"
-ENGINE = """
-import json, os, sys
-print(json.dumps({"args": sys.argv[1:],
-                  "env": {k: v for k, v in os.environ.items() if k.startswith("STRATA_")}}))
-sys.exit(int(os.environ.get("FAKE_ENGINE_STATUS", "0")))
-"""
-
-
 run = partial(strata_core, "run")
 
 
@@ -102,57 +93,6 @@ def test_the_old_router_switch_selects_the_portable_router(env, tmp_path):
         env=env | {"STRATA_HIP_ROUTER_OLD": "1"},
     )
     assert json.loads(result.stdout)["kernels"]["router_topk"]["variant"] == "portable"
-
-
-@pytest.fixture
-def engine(tmp_path):
-    script = tmp_path / "fake-engine"
-    script.write_text(f"#!{sys.executable}\n{ENGINE}")
-    script.chmod(0o755)
-    return script
-
-
-def test_run_starts_the_engine_with_the_plan(env, tmp_path, engine):
-    root = write_sysfs(tmp_path / "sys", [R9700])
-    result = run(
-        "--sysfs",
-        str(root),
-        "--pack",
-        "IQ3_S",
-        "--kv",
-        "int8",
-        "--os",
-        "linux",
-        "--",
-        str(engine),
-        "--serve",
-        env=env | {"STRATA_HC_Q8": "0"},
-    )
-    seen = json.loads(result.stdout)
-    assert seen["args"] == ["--serve", "--pcie-frac", "0.15"]
-    assert seen["env"]["STRATA_HIP_WMMA"] == "1"
-    assert seen["env"]["STRATA_HC_Q8"] == "0"  # the user's value, untouched
-    assert "hipBLASLt tuning table: none (" in result.stderr
-
-
-def test_an_explicit_engine_argument_wins(env, tmp_path, engine):
-    root = write_sysfs(tmp_path / "sys", [R9700])
-    result = run(
-        "--sysfs", str(root), "--pack", "IQ3_S", "--", str(engine), "--pcie-frac", "0.3", env=env
-    )
-    assert json.loads(result.stdout)["args"] == ["--pcie-frac", "0.3"]
-
-
-def test_the_engines_exit_status_passes_through(env, tmp_path, engine):
-    result = run(
-        "--sysfs",
-        str(tmp_path),
-        "--",
-        str(engine),
-        env=env | {"FAKE_ENGINE_STATUS": "3"},
-        check=False,
-    )
-    assert result.returncode == 3
 
 
 def test_a_malformed_profile_is_one_line(env, tmp_path):
