@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Mapping
-from typing import Any, TextIO
+from typing import Any
 
 import structlog
 
@@ -41,10 +41,9 @@ def _for_people(_logger: Any, method: str, event: dict) -> str:
     return f"{PROG}: {label}{event['event']}"
 
 
-def configure(
-    level: str = DEFAULT_LEVEL, fmt: str = "people", stream: TextIO | None = None
-) -> None:
-    """Where and how every later log call writes (default: stderr as it is at each call)."""
+def configure(level: str = DEFAULT_LEVEL, fmt: str = "people") -> None:
+    """How every later log call writes: on sys.stderr as it is at each call, so that a
+    redirection in force (the answer cache's) sees the lines."""
     processors: list[Any] = [structlog.processors.add_log_level]
     if fmt == "people":
         processors.append(_for_people)
@@ -58,20 +57,9 @@ def configure(
     structlog.configure(
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level.upper())),
-        logger_factory=_StderrFactory(stream),
+        logger_factory=lambda *_: structlog.PrintLogger(sys.stderr),
         cache_logger_on_first_use=False,
     )
-
-
-class _StderrFactory:
-    """Print loggers on ``stream``, or on sys.stderr as it is when a line is written (so that
-    a redirection in force, the answer cache's, sees the lines)."""
-
-    def __init__(self, stream: TextIO | None) -> None:
-        self.stream = stream
-
-    def __call__(self, *args: Any) -> structlog.PrintLogger:
-        return structlog.PrintLogger(self.stream or sys.stderr)
 
 
 def get() -> Any:
