@@ -359,6 +359,15 @@ def _ignored_options(args: argparse.Namespace, engine: Sequence[str]) -> list[st
         ]  # fmt: skip
         if given:
             problems.append(f"{given[0]} is for tune --switches; give --switches too")
+    if args.command == "tune" and args.switches:
+        given = [
+            flag
+            for flag, value in (("--case", args.case), ("--tokens", args.tokens),
+                                ("--output", args.output))
+            if value is not None
+        ]  # fmt: skip
+        if given:
+            problems.append(f"{given[0]} is for a table calibration, not tune --switches")
     if args.command == "run" and engine and args.json:
         problems.append("run --json reports the workload; with -- ENGINE the engine runs instead")
     return problems

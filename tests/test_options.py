@@ -23,6 +23,10 @@ from cli_runner import strata_core
          "expected a finite number of GiB from 0, got '-1'"),
         (("run", "--json", "--", "engine"), "strata-core: run --json reports the workload; "
          "with -- ENGINE the engine runs instead"),
+        (("tune", "--dry-run"), "strata-core: --dry-run is for tune --switches; give "
+         "--switches too"),
+        (("tune", "--switches", "--tokens", "256"), "strata-core: --tokens is for a table "
+         "calibration, not tune --switches"),
         (("plan", "--pack", "iq9"), "strata-core plan: argument --pack: 'iq9' is not a pack "
          "format (IQ3_S, IQ3_XXS, Q2_0, IQ2_XS, IQ2_S, IQ1_M, IQ4_XS, UD-IQ4_XS, Q2_K, Q3_K, "
          "Q4_K, Q5_K, Q6_K, Q8_0, Q5_1)"),
