@@ -178,12 +178,35 @@ DEVICE float router_exp(float best, float top) {
 }
 
 // Fast: one logical warp per token. Each lane holds the order keys of its experts (lane l:
-// experts l, l + 32, ... up to ROUTER_HELD of them, so 256 experts) in registers, a taken one
-// set to 0, below every real key; each of k rounds is a warp maximum of the lanes' best keys
-// and a warp minimum of the ids holding it. Wider rows read the logits again each round,
+// experts l, l + 32, ... up to ROUTER_HELD of them, so 256 experts) in registers, sorted best
+// first; each of k rounds is a warp maximum of the lanes' first keys and a warp minimum of the
+// ids holding it, and the lane that held the winner moves its keys up. Wider rows read the logits again each round,
 // taking the experts that rank after the previous winner. Lane j keeps pick j, and the
 // softmax and the stores are lane-parallel.
 #define ROUTER_HELD 8
+
+// A lane's held keys, best first (the expert order of ranks_before), by a bitonic network.
+DEVICE void router_sort(unsigned *keys, int *experts) {
+#pragma unroll
+  for (int size = 2; size <= ROUTER_HELD; size *= 2) {
+#pragma unroll
+    for (int stride = size / 2; stride > 0; stride /= 2) {
+#pragma unroll
+      for (int i = 0; i < ROUTER_HELD; ++i) {
+        int j = i ^ stride;
+        bool first_best = (i & size) == 0;
+        if (j > i && ranks_before(keys[j], experts[j], keys[i], experts[i]) == first_best) {
+          unsigned key = keys[i];
+          int expert = experts[i];
+          keys[i] = keys[j];
+          experts[i] = experts[j];
+          keys[j] = key;
+          experts[j] = expert;
+        }
+      }
+    }
+  }
+}
 
 DEVICE void router_fast(const float *logits, int64_t tokens, int64_t experts, int k,
                         int32_t *ids, float *weights) {
@@ -193,23 +216,22 @@ DEVICE void router_fast(const float *logits, int64_t tokens, int64_t experts, in
   unsigned lane = warp_lane();
   bool held = experts <= (int64_t)WARP * ROUTER_HELD;
   unsigned keys[ROUTER_HELD];
+  int experts_held[ROUTER_HELD];
 #pragma unroll
   for (int i = 0; i < ROUTER_HELD; ++i) {
     int64_t e = lane + (int64_t)WARP * i;
     keys[i] = held && e < experts ? order_key(row[e]) : 0u;
+    experts_held[i] = (int)e;
   }
+  if (held) router_sort(keys, experts_held);
   unsigned last_key = 0xffffffffu, first_key = 0, my_key = 0;
   int last_id = -1, my_id = 0;
   for (int j = 0; j < k; ++j) {
     unsigned key = 0;
     int id = 0x7fffffff;
     if (held) {
-#pragma unroll
-      for (int i = 0; i < ROUTER_HELD; ++i)
-        if (keys[i] > key) {
-          key = keys[i];
-          id = (int)(lane + WARP * i);
-        }
+      key = keys[0];
+      id = experts_held[0];
     } else {
       for (int64_t e = lane; e < experts; e += WARP) {
         unsigned candidate = order_key(row[e]);
@@ -223,9 +245,14 @@ DEVICE void router_fast(const float *logits, int64_t tokens, int64_t experts, in
     unsigned top = warp_max(key);
     id = (int)warp_min(key == top ? (unsigned)id : 0xffffffffu);
     key = top;
+    if (held && experts_held[0] == id) {
 #pragma unroll
-    for (int i = 0; i < ROUTER_HELD; ++i)
-      if (id == (int)(lane + WARP * i)) keys[i] = 0;
+      for (int i = 0; i + 1 < ROUTER_HELD; ++i) {
+        keys[i] = keys[i + 1];
+        experts_held[i] = experts_held[i + 1];
+      }
+      keys[ROUTER_HELD - 1] = 0;
+    }
     if (j == 0) first_key = key;
     if (lane == (unsigned)j) {
       my_key = key;
