@@ -189,15 +189,19 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _scan_options(parser: argparse.ArgumentParser, config_help: str) -> None:
-    """What `devices` and `env` take: --json, the sysfs root, the run config, the cards."""
-    parser.add_argument("--json", action="store_true", help="print JSON")
+def _sysfs_option(parser: argparse.ArgumentParser | argparse._MutuallyExclusiveGroup) -> None:
     parser.add_argument(
         "--sysfs",
         metavar="DIR",
         type=Path,
         help="sysfs root to read (default: $STRATA_SYSFS or /sys)",
     )
+
+
+def _scan_options(parser: argparse.ArgumentParser, config_help: str) -> None:
+    """What `devices` and `env` take: --json, the sysfs root, the run config, the cards."""
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    _sysfs_option(parser)
     parser.add_argument("--config", metavar="FILE", type=Path, help=config_help)
     _detection_options(parser)
 
@@ -210,12 +214,7 @@ def _planning_options(parser: argparse.ArgumentParser) -> None:
         type=target_name,
         help="plan for a card that is not in this PC",
     )
-    target.add_argument(
-        "--sysfs",
-        metavar="DIR",
-        type=Path,
-        help="sysfs root to read (default: $STRATA_SYSFS or /sys)",
-    )
+    _sysfs_option(target)
     parser.add_argument(
         "--integrated", action="store_true", help="with --device: the card is an integrated GPU"
     )

@@ -17,12 +17,13 @@ import numpy as np
 
 from ..errors import StrataError
 from ..host import q8
+from ..kernels import TOPK_OPS
 from ..records import KernelChoice, Workload
 from ..tuning.dispatch import TunedDispatch
 
 GB = 1e9
 #: the decode step's top-k and the prompt read's: the last call of each step
-TOPK_OPS = ("topk", "topk_prompt")
+TOPK = tuple(TOPK_OPS.values())
 BANDWIDTH_BUFFER = 256 << 20
 #: The operations the workload runs, each with the unit of its throughput.
 REPORTS = {
@@ -144,12 +145,12 @@ def execute(
             run = partial(kernels.matvec_q8_0, inputs.qs, inputs.d, *call.inputs)
         elif call.op == "router_topk":
             run = partial(kernels.router_topk, call.inputs[0], w.experts_per_token, variant)
-        elif call.op in TOPK_OPS:
+        elif call.op in TOPK:
             run = partial(kernels.topk, call.inputs[0], w.cells_kept, variant)
         else:
             run = partial(dispatch.launch, gemm_key, partial(gemm, call.inputs[0]))
         done.append(clock(run))
-        if call.op in TOPK_OPS and progress is not None and progress.isatty():
+        if call.op in TOPK and progress is not None and progress.isatty():
             print(f"\rrun: step {len(done) // 3}/{steps}", end="", file=progress, flush=True)
     if progress is not None and progress.isatty():
         print(file=progress)
@@ -226,7 +227,7 @@ def check(
     matvec = reports["matvec_q8_0"]
     matvec.bytes_read = inputs.qs.nbytes + inputs.d.nbytes
     matvec.amount = matvec.bytes_read / GB
-    for op in TOPK_OPS:
+    for op in TOPK:
         reports[op].amount = w.context_cells
         reports[op].bytes_read = w.context_cells * 4
     reports["prompt_gemm"].amount = 2.0 * w.prompt_tokens * w.hidden * w.ffn / GB
@@ -247,7 +248,7 @@ def _agrees(
         return np.array_equal(ids, want_ids) and np.allclose(
             weights, want_weights, rtol=1e-5, atol=1e-7
         )
-    if call.op in TOPK_OPS:
+    if call.op in TOPK:
         return np.array_equal(got[0], reference.topk(call.inputs[0], w.cells_kept)[0])
     return _close(got, gemm.expected(call.inputs[0]), gemm.tolerance)
 
