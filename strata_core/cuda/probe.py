@@ -9,6 +9,7 @@ import json
 import os
 import sys
 
+from ..library_search import unloadable
 from .driver import candidate_paths, device_facts, open_driver
 
 
@@ -17,7 +18,7 @@ def probe(env: dict[str, str]) -> dict:
 
     lib, path, tried = open_driver(candidate_paths(env))
     if lib is None:
-        return {"library": None, "tried": tried}
+        return {"library": None, "tried": tried, "named": unloadable(env, "STRATA_CUDA_LIBRARY")}
     result: dict = {"library": path, "devices": []}
     status = lib.cuInit(0)
     if status == lib.CUDA_ERROR_NO_DEVICE:

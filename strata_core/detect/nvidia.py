@@ -36,6 +36,9 @@ def interpret(answer: dict) -> Detection:
     """Turn the probe's JSON answer into reports and notes."""
     library = answer.get("library")
     if library is None:
+        named = answer.get("named")
+        if named:
+            return Detection(problems=(f"no CUDA driver: {named}",))
         return Detection(notes=("no CUDA driver found (tried libcuda.so.1)",))
     version = answer.get("driver_version")
     where = f"CUDA driver {library}" + (f" ({_version(version)})" if version else "")
