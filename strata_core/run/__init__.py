@@ -58,6 +58,16 @@ def _settings(plan: Plan) -> tuple[RunSettings, HostRun]:
     return plan.run, plan.host
 
 
+def _host_library(settings: RunSettings, host: HostRun) -> tuple[Any, int]:
+    """The host kernel library with the plan's instruction set and threads, and the threads
+    it runs."""
+    from ..host.library import HostLibrary
+
+    lib = HostLibrary()
+    lib.set_isa(host.isa)
+    return lib, lib.set_threads(settings.threads)
+
+
 def _runtimes(settings: RunSettings) -> str:
     return ", ".join(dict.fromkeys(Path(p).name for p in settings.runtime_libraries))
 
@@ -109,12 +119,9 @@ def _check_gpu(
     plan: Plan, settings: RunSettings, host: HostRun, answer: dict, results
 ) -> RunOutcome:
     from ..hip.library import library_gemm
-    from ..host.library import HostLibrary
     from .gpu_backend import HalfGemm
 
-    lib = HostLibrary()
-    lib.set_isa(host.isa)
-    lib.set_threads(settings.threads)
+    lib, _ = _host_library(settings, host)
     inputs = make_inputs(settings.workload)
     code = Path(answer["code_object"])
     read_gbs = answer["read_bandwidth_gbs"]
@@ -170,13 +177,10 @@ class HostReference:
 def run_on_host(plan: Plan, log: Callable[[str], None] = print) -> RunOutcome:
     from ..host import reference
     from ..host.gemm import PromptGemm
-    from ..host.library import HostLibrary
     from ..tuning.dispatch import TunedDispatch
 
     settings, host = _settings(plan)
-    lib = HostLibrary()
-    lib.set_isa(host.isa)
-    threads = lib.set_threads(settings.threads)
+    lib, threads = _host_library(settings, host)
     table = host.tuning
     for line in table.log:
         log(line)
