@@ -28,6 +28,9 @@ FFI_MODULES = {
     Path("strata_core/host/_host_ffi.py"): HEADER,
     Path("strata_core/hip/_hip_ffi.py"): Path("native/include/strata_hip_runtime.h"),
     Path("strata_core/cuda/_cuda_ffi.py"): Path("native/include/strata_cuda_driver.h"),
+    Path("strata_core/blas/_cublaslt_ffi.py"): Path("native/include/strata_cublaslt.h"),
+    Path("strata_core/blas/_hipblaslt_ffi.py"): Path("native/include/strata_hipblaslt.h"),
+    Path("strata_core/blas/_rocblas_ffi.py"): Path("native/include/strata_rocblas.h"),
 }
 
 

@@ -5,9 +5,13 @@
 #   scripts/nvidia-gpu.sh run       on the GPU machine (no index needed): installs strata and
 #                                   strata-cuda from dist/, and from .whl/ what the machine's
 #                                   Python lacks, beside its own numpy and PyTorch, then runs
-#                                   plugins, devices, plan, run, run --json and
-#                                   bench/gpu_kernels.py; outputs land in $OUT (default:
-#                                   ./nvidia-out)
+#                                   plugins, devices, plan, run, run --json,
+#                                   bench/gpu_kernels.py and bench/gpu_gemm.py, then calibrates
+#                                   cuBLASLt (strata-core tune), runs with and without the
+#                                   table (two runs each) and with a table naming a solution
+#                                   cuBLASLt refuses; outputs land in $OUT (default:
+#                                   ./nvidia-out). cuBLASLt: STRATA_CUBLASLT_LIBRARY, else
+#                                   PyTorch's copy, else the loader's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-}" in
@@ -34,9 +38,33 @@ run)
     strata-core plugins 2>&1 | grep -A6 '^cuda' || true
     strata-core devices
     strata-core plan | head -4
+    if [ -z "${STRATA_CUBLASLT_LIBRARY:-}" ]; then
+        lt=$(python3 -c 'import glob, os, torch
+print(next(iter(sorted(glob.glob(os.path.dirname(os.path.dirname(torch.__file__))
+      + "/nvidia/cublas/lib/libcublasLt.so.*"))), ""))')
+        [ -n "$lt" ] && export STRATA_CUBLASLT_LIBRARY=$lt
+    fi
+    export XDG_DATA_HOME=$out/data  # where tune writes, and the next plan looks
     strata-core run
     strata-core run --json > "$out/run.json"
     python3 "$repo/bench/gpu_kernels.py" | tee "$out/bench.txt"
+    python3 "$repo/bench/gpu_gemm.py" | tee "$out/gemm.txt"
+    strata-core tune
+    table=$(ls "$XDG_DATA_HOME"/strata/tuning/*-cublaslt-*.txt)
+    strata-core table check "$table"
+    cat "$table"
+    strata-core plan | grep -i cublaslt || true
+    for arm in off on off on; do
+        STRATA_CUBLASLT_TABLE=$arm strata-core run --json > "$out/run-table-$arm.json"
+        python3 -c 'import json, sys; k = json.load(open(sys.argv[1]))["kernels"]["prompt_gemm"]
+print(sys.argv[2], k["variant"], k["median_ms"], "ms +-", k["spread_ms"], k["checked"], "checked")' \
+            "$out/run-table-$arm.json" "table $arm:"
+    done
+    refused=$out/refusing/$(basename "$table")
+    mkdir -p "$(dirname "$refused")"
+    head -2 "$table" > "$refused"
+    echo "512 4096 2048 f16 prompt 9999:0:0:1:0:0:0:0:0 100.00 50.00" >> "$refused"
+    STRATA_CUBLASLT_TUNING=$refused STRATA_CUBLASLT_VERBOSE=1 strata-core run
     ;;
 *)
     echo "usage: $0 prepare|run" >&2

@@ -124,15 +124,27 @@ def _parser() -> argparse.ArgumentParser:
     _planning_options(run)
     _detection_options(run)
 
-    tune = command("tune", help="calibrate the host backend and write a table")
+    tune = command(
+        "tune",
+        help="calibrate the card's prompt GEMM library (the host backend's where no card "
+        "runs) and write a table",
+    )
     tune.add_argument(
         "--output",
         metavar="FILE",
         type=Path,
         help="table to write (default: $STRATA_TUNING_DIR or "
-        "~/.local/share/strata/tuning, named for this CPU and BLAS)",
+        "~/.local/share/strata/tuning, named for the card or CPU and the library)",
     )
-    tune.add_argument("--tokens", metavar="LIST", help="token buckets (default 256,512,1024,2048)")
+    tune.add_argument(
+        "--tokens",
+        metavar="LIST",
+        help="token buckets (default: 256,...,8192 on a card, 256,512,1024,2048 on the host)",
+    )
+    tune.add_argument(
+        "--host", action="store_true", help="calibrate the host backend even where a card runs"
+    )
+    _sysfs_option(tune)
     tune.add_argument(
         "--case",
         action="append",
@@ -156,7 +168,7 @@ def _parser() -> argparse.ArgumentParser:
         "--profile",
         metavar="FILE",
         type=Path,
-        help="with --switches: model profile of the shapes to measure",
+        help="model profile of the shapes to measure (with --switches, or on a card)",
     )
     tune.add_argument("--os", choices=OS_NAMES, help="with --switches: the OS the run is for")
     tune.add_argument(
@@ -352,8 +364,8 @@ def _ignored_options(args: argparse.Namespace, engine: Sequence[str]) -> list[st
         given = [
             flag
             for flag, value in (("--dry-run", args.dry_run), ("--budget", args.budget),
-                                ("--config", args.config), ("--profile", args.profile),
-                                ("--os", args.os), ("--kv-streaming", args.kv_streaming))
+                                ("--config", args.config), ("--os", args.os),
+                                ("--kv-streaming", args.kv_streaming))
             if value not in (None, False)
         ]  # fmt: skip
         if given:
@@ -362,7 +374,8 @@ def _ignored_options(args: argparse.Namespace, engine: Sequence[str]) -> list[st
         given = [
             flag
             for flag, value in (("--case", args.case), ("--tokens", args.tokens),
-                                ("--output", args.output))
+                                ("--output", args.output), ("--host", args.host or None),
+                                ("--sysfs", args.sysfs))
             if value is not None
         ]  # fmt: skip
         if given:

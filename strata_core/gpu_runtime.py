@@ -45,8 +45,9 @@ def launch_extra(ffi: Any, args: bytes, end: int) -> tuple[Any, ...]:
 
 
 class GpuRuntime(Protocol):
-    #: the library that was loaded, as it was named
+    #: the library that was loaded, as it was named, and the cffi declarations it is called by
     path: str
+    ffi: Any
 
     def device_count(self) -> int: ...
     def card(self, index: int) -> Card: ...

@@ -173,15 +173,21 @@ def with_tables(
     kernels: Mapping[str, KernelChoice], decisions: Mapping[str, TuningDecision]
 ) -> dict[str, KernelChoice]:
     """``kernels`` with the prompt GEMM's tuning table where the plan takes one: hipBLAS with a
-    hipBLASLt table is the hipBLASLt path; a rocBLAS table serves the FP16 route."""
+    hipBLASLt table is the hipBLASLt path; a rocBLAS table serves the FP16 route; cuBLASLt
+    takes its own."""
     chosen = dict(kernels)
     gemm = chosen.get("prompt_gemm")
     hipblaslt, rocblas = decisions.get("hipblaslt"), decisions.get("rocblas")
+    cublaslt = decisions.get("cublaslt")
     if gemm is None:
         return chosen
     if gemm.variant == "hipblas" and hipblaslt is not None and hipblaslt.used:
         chosen["prompt_gemm"] = KernelChoice(
             "prompt_gemm", "hipblaslt", f"hipBLASLt with the tuning table {hipblaslt.table}"
+        )
+    elif gemm.variant == "cublaslt" and cublaslt is not None and cublaslt.used:
+        chosen["prompt_gemm"] = attrs.evolve(
+            gemm, reason=f"{gemm.reason}, with the tuning table {cublaslt.table}"
         )
     elif gemm.variant.startswith("rocblas-f16") and rocblas is not None and rocblas.used:
         chosen["prompt_gemm"] = attrs.evolve(

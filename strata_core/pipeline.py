@@ -240,8 +240,9 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
         )
 
     plan = plan_on(main.device, plugin)
-    if plan.backend == "hip":
+    if plan.backend in ("hip", "cuda"):
         dirs = search_dirs(config.exe, env, ()) + [Path(d) for d in config.tuning.dirs]
+        dirs.append(data_dir(env))
         plan = with_tuning(plan, manager, library_versions(request, plan), dirs, recorder)
     if request.for_run:
         host_plan = plan if plugin == HOST else plan_on(host_device(), HOST)
@@ -286,10 +287,14 @@ def run_settings(
 ) -> RunSettings:
     """What the workload runs with: its shape, threads, and on a card the plugin's kernel
     library, the HIP runtimes to try and the time the GPU run may take."""
+    from .blas.gemm import library_paths
+
     library = None
+    gemm_libraries: tuple[str, ...] = ()
+    env = request.env
     if plan.plugin != HOST:
         library = manager.kernel_libraries((plan.plugin,)).get(plan.plugin)
-    env = request.env
+        gemm_libraries = library_paths(plan.kernels["prompt_gemm"].variant, env)
     return RunSettings(
         workload=workload,
         threads=request.threads,
@@ -297,6 +302,7 @@ def run_settings(
         runtime_libraries=tuple(runtime_candidates(plan.backend, env)),
         child_env=dict(env),
         timeout_s=seconds_variable(env, "STRATA_RUN_TIMEOUT", RUN_TIMEOUT_S),
+        gemm_libraries=gemm_libraries,
     )
 
 
@@ -314,19 +320,29 @@ def runtime_candidates(backend: str, env: Mapping[str, str]) -> list[str]:
 
 
 def library_versions(request: PlanRequest, plan: Plan) -> dict:
-    """hipBLASLt and rocBLAS versions: given on the command line, else probed where a table
-    decision needs one, except for a card that is not in this PC."""
+    """hipBLASLt, rocBLAS and cuBLASLt versions: given on the command line, else probed where
+    a table decision needs one, except for a card that is not in this PC."""
     given = {
         "hipblaslt": versions.hipblaslt_number(request.hipblaslt) if request.hipblaslt else None,
         "rocblas": versions.rocblas_version(request.rocblas) if request.rocblas else None,
+        "cublaslt": None,
     }
     values = {n: r.value for n, r in plan.switches.items()}
     arch = archdb.lookup(plan.device.gfx)
+    hip, cuda = plan.backend == "hip", plan.backend == "cuda"
     needed = {
-        "hipblaslt": values["STRATA_HIPBLASLT_TABLE"] == "on"
-        or values["STRATA_HIPBLASLT_TUNING"] is not None,
-        "rocblas": (arch is not None and arch.table_library == archdb.ROCBLAS)
-        or values["STRATA_ROCBLAS_TUNING"] is not None,
+        "hipblaslt": hip
+        and (values["STRATA_HIPBLASLT_TABLE"] == "on" or values["STRATA_HIPBLASLT_TUNING"]),
+        "rocblas": hip
+        and (
+            (arch is not None and arch.table_library == archdb.ROCBLAS)
+            or values["STRATA_ROCBLAS_TUNING"] is not None
+        ),
+        "cublaslt": cuda
+        and (
+            values.get("STRATA_CUBLASLT_TABLE") == "on"
+            or values.get("STRATA_CUBLASLT_TUNING") is not None
+        ),
     }
     unknown = versions.LibraryVersion(None, "not needed: no table is asked for")
     probed = dict.fromkeys(given, unknown)

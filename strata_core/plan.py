@@ -17,7 +17,7 @@ from .pictures import PictureReader, picture_reader
 from .records import Device, KernelChoice, KernelLibrary, RunContext, Workload
 from .resolve import Resolved, parse_engine_args, resolve
 from .switches import Default, Switch
-from .tuning.lookup import TuningDecision, decide_hipblaslt, decide_rocblas
+from .tuning.lookup import TuningDecision, decide_cublaslt, decide_hipblaslt, decide_rocblas
 from .tuning.versions import LibraryVersion
 
 CORE = "core"
@@ -53,6 +53,8 @@ class RunSettings:
     kernel_library: KernelLibrary | None
     runtime_libraries: tuple[str, ...]
     child_env: Mapping[str, str]
+    #: the files the prompt GEMM's vendor library is loaded from, in order
+    gemm_libraries: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -237,18 +239,20 @@ def with_tuning(
     dirs: list,
     recorder: Recorder,
 ) -> Plan:
-    """The plan with its hipBLASLt and rocBLAS table decisions, their start lines and
-    warnings, and the prompt GEMM's path with the table it takes. ``dirs`` are the folders
-    searched before the plugin's own."""
+    """The plan with its table decisions (hipBLASLt and rocBLAS on an AMD card, cuBLASLt on
+    an NVIDIA card), their start lines and warnings, and the prompt GEMM's path with the
+    table it takes. ``dirs`` are the folders searched before the plugin's own."""
     folders = [*dirs, *manager.tuning_dirs(plan.plugin, plan.device)]
-    decisions = {
-        "hipblaslt": decide_hipblaslt(
-            plan.device.gfx, plan.switches, versions["hipblaslt"], folders, recorder
-        ),
-        "rocblas": decide_rocblas(
-            plan.device.gfx, plan.switches, versions["rocblas"], folders, recorder
-        ),
-    }
+    gfx, switches = plan.device.gfx, plan.switches
+    if plan.backend == "cuda":
+        decisions = {
+            "cublaslt": decide_cublaslt(gfx, switches, versions["cublaslt"], folders, recorder)
+        }
+    else:
+        decisions = {
+            "hipblaslt": decide_hipblaslt(gfx, switches, versions["hipblaslt"], folders, recorder),
+            "rocblas": decide_rocblas(gfx, switches, versions["rocblas"], folders, recorder),
+        }
     return attrs.evolve(
         plan,
         tuning=decisions,

@@ -35,56 +35,162 @@ def parse_case(text: str) -> tuple:
 def run_tune(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if args.switches:
         return run_switch_trials(args, env)
-    from .host.tuning import DEFAULT_TOKENS, HostGemmTunable, cases_for
-    from .tuning.calibrate import calibrate
-    from .tuning.lookup import data_dir
-
-    if args.case:
-        cases = [parse_case(c) for c in args.case]
-    else:
-        try:
-            tokens = [int(t) for t in args.tokens.split(",")] if args.tokens else DEFAULT_TOKENS
-        except ValueError:
-            raise StrataError(
-                f"--tokens {args.tokens}: expected token counts such as 256,512"
-            ) from None
-        cases = cases_for(tokens)
     if args.repeats < 3:
         raise StrataError(f"--repeats {args.repeats}: at least 3, for a median")
     min_gain = 1.05 if args.min_gain is None else args.min_gain
     if min_gain < 1:
         raise StrataError(f"--min-gain {args.min_gain}: at least 1")
-    tunable = HostGemmTunable(cases)
-    name = HOST.file_name(tunable.arch, tunable.version)
-    target = args.output
-    if target is None:
+    cases = [parse_case(c) for c in args.case] if args.case else None
+    tokens = parse_tokens(args.tokens) if args.tokens else None
+    plan = None if args.host else card_plan(args, env)
+    if plan is not None:
+        return tune_card(args, env, plan, cases, tokens, min_gain)
+    if args.profile is not None:
+        raise StrataError(
+            "--profile gives the shapes of a card's calibration or of tune --switches; "
+            "the host backend's calibration takes --case"
+        )
+    return tune_host(args, env, cases, tokens, min_gain)
+
+
+def parse_tokens(text: str) -> list[int]:
+    try:
+        tokens = [int(t) for t in text.split(",")]
+    except ValueError:
+        tokens = []
+    if not tokens or min(tokens) <= 0:
+        raise StrataError(f"--tokens {text}: expected token counts such as 256,512")
+    return tokens
+
+
+def table_target(output: Path | None, env: Mapping[str, str], name: str) -> Path:
+    """Where a calibration writes the table named ``name``: --output (a folder, or a file of
+    that name), else the first of $STRATA_TUNING_DIR, else the data folder."""
+    from .tuning.lookup import data_dir
+
+    if output is None:
         folder = (
             Path(env["STRATA_TUNING_DIR"].split(":")[0])
             if env.get("STRATA_TUNING_DIR")
             else data_dir(env)
         )
-        target = folder / name
-    elif target.is_dir():
-        target = target / name
-    elif target.name != name:
+        return folder / name
+    if output.is_dir():
+        return output / name
+    if output.name != name:
         raise StrataError(
-            f"--output {target}: the lookup takes this machine's table only as {name}; "
+            f"--output {output}: the lookup takes this table only as {name}; "
             "name the file so, or give its folder"
         )
-    log.info(
-        f"tune: host backend, {tunable.arch}, {tunable.version}: {len(cases)} cases, "
-        f"{args.repeats} rounds each"
-    )
-    table, _ = calibrate(tunable, args.repeats, min_gain, progress=True)
+    return output
+
+
+def write_table(target: Path, text: str, rows: int, tuned: int, taken_by: str) -> int:
     try:
-        write_atomic(target, render(table))
+        write_atomic(target, text)
     except StrataError:
-        sys.stdout.write(render(table))
+        sys.stdout.write(text)
         log.warning("tune: the table could not be written; it is on stdout instead")
         raise
-    tuned = sum(row.tuned for row in table.rows)
-    log.info(f"tune: wrote {len(table.rows)} rows ({tuned} tuned) to {target}")
+    log.info(f"tune: wrote {rows} rows ({tuned} tuned) to {target}{taken_by}")
     return 0
+
+
+def tune_host(
+    args: argparse.Namespace,
+    env: Mapping[str, str],
+    cases: list[tuple] | None,
+    tokens: list[int] | None,
+    min_gain: float,
+) -> int:
+    from .host.tuning import DEFAULT_TOKENS, HostGemmTunable, cases_for
+    from .tuning.calibrate import calibrate
+
+    tunable = HostGemmTunable(cases or cases_for(tokens or DEFAULT_TOKENS))
+    target = table_target(args.output, env, HOST.file_name(tunable.arch, tunable.version))
+    log.info(
+        f"tune: host backend, {tunable.arch}, {tunable.version}: {len(tunable.cases())} "
+        f"cases, {args.repeats} rounds each"
+    )
+    table, _ = calibrate(
+        tunable, args.repeats, min_gain, lambda line: log.info(line, kind="progress")
+    )
+    tuned = sum(row.tuned for row in table.rows)
+    return write_table(target, render(table), len(table.rows), tuned, "")
+
+
+def card_plan(args: argparse.Namespace, env: Mapping[str, str]):
+    """The plan of a run on this PC's card whose prompt GEMMs run through a vendor library,
+    or None where the host backend runs."""
+    from .blas.gemm import PATHS
+    from .pipeline import PlanRequest, make_plan
+
+    request = PlanRequest(env=env, sysfs=args.sysfs, profile=args.profile, for_run=True)
+    plan = make_plan(request).plan
+    if plan.backend == "host":
+        return None
+    gemm = plan.kernels.get("prompt_gemm")
+    if gemm is None or gemm.variant not in PATHS:
+        why = gemm.reason if gemm else "its plugin chooses no prompt GEMM"
+        raise StrataError(
+            f"tune: the prompt GEMMs on {plan.device.name} run no vendor library ({why}); "
+            "nothing to calibrate on the card (--host calibrates the host backend)"
+        )
+    return plan
+
+
+#: the token buckets of a card's calibration (AMD_HIP.md, "rocBLAS table": T = 256 ... 8192)
+CARD_TOKENS = (256, 512, 1024, 2048, 4096, 8192)
+
+
+def tune_card(
+    args: argparse.Namespace,
+    env: Mapping[str, str],
+    plan,
+    cases: list[tuple] | None,
+    tokens: list[int] | None,
+    min_gain: float,
+) -> int:
+    """Calibrate the plan's prompt GEMM library on its card and write its table."""
+    from .blas.gemm import LIBRARIES, PATHS
+    from .pipeline import seconds_variable
+    from .run import tune_on_card
+    from .tuning import versions
+
+    path = PATHS[plan.kernels["prompt_gemm"].variant]
+    library = LIBRARIES[path.library]
+    w = plan.run.workload
+    if cases is None:
+        cases = [(t, "prompt", w.ffn, w.hidden, path.dtype) for t in tokens or CARD_TOKENS]
+    wrong = [c for c in cases if c[4] != path.dtype]
+    if wrong:
+        raise StrataError(
+            f"--case {','.join(map(str, wrong[0]))}: {library.kind.library} takes "
+            f"{path.dtype} operands on this path ({plan.kernels['prompt_gemm'].variant})"
+        )
+    timeout = seconds_variable(env, "STRATA_HIP_PROBE_TIMEOUT", 15.0)
+    version = versions.probe(env, timeout)[path.library]
+    if version.version is None:
+        raise StrataError(f"tune: the {library.kind.library} version is unknown: {version.how}")
+    name = library.kind.file_name(plan.device.gfx, version.version)
+    target = table_target(args.output, env, name)
+    answer = tune_on_card(
+        plan,
+        tuple(cases),
+        args.repeats,
+        min_gain,
+        lambda line: log.info(line, kind="progress"),
+    )
+    if (answer["arch"], answer["version"]) != (plan.device.gfx, version.version):
+        raise StrataError(
+            f"tune: the card's library is {answer['arch']} {answer['library']} "
+            f"{answer['version']}, not the {plan.device.gfx} {version.version} probed before; "
+            "nothing written"
+        )
+    tuned = sum(case["solution"] != "default" for case in answer["cases"])
+    switch = f"STRATA_{path.library.upper()}_TABLE"
+    taken_by = f"; {switch}=on takes it" if switch != "STRATA_ROCBLAS_TABLE" else ""
+    return write_table(target, answer["table"], len(answer["cases"]), tuned, taken_by)
 
 
 def run_table_check(args: argparse.Namespace) -> int:

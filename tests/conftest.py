@@ -40,13 +40,24 @@ def machine(tmp_path, env):
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 STAND_IN = FIXTURES / "hip_stand_in.c"
+#: the BLAS libraries' stand-ins, linked into the runtime's (STRATA_CUBLASLT_LIBRARY and the
+#: like name the same file)
+BLAS_STAND_IN = FIXTURES / "blas_stand_in.c"
 
 
 @pytest.fixture(scope="session")
 def stand_in(tmp_path_factory) -> str:
     library = tmp_path_factory.mktemp("hip") / "libamdhip64.so.7"
     subprocess.run(
-        [shutil.which("cc") or "gcc", "-shared", "-fPIC", "-o", str(library), str(STAND_IN)],
+        [
+            shutil.which("cc") or "gcc",
+            "-shared",
+            "-fPIC",
+            "-o",
+            str(library),
+            str(STAND_IN),
+            str(BLAS_STAND_IN),
+        ],
         check=True,
     )
     return str(library)
@@ -71,8 +82,12 @@ def emulating_stand_in(tmp_path_factory) -> str:
         check=True,
     )  # fmt: skip
     subprocess.run(
-        [clang, "-shared", str(folder / "stand_in.o"), str(folder / "emulation.o"), "-o",
-         str(library), "-lstdc++", "-lpthread"],
+        [clang, "-c", "-fPIC", "-O1", str(BLAS_STAND_IN), "-o", str(folder / "blas.o")],
+        check=True,
+    )  # fmt: skip
+    subprocess.run(
+        [clang, "-shared", str(folder / "stand_in.o"), str(folder / "emulation.o"),
+         str(folder / "blas.o"), "-o", str(library), "-lstdc++", "-lpthread"],
         check=True,
     )  # fmt: skip
     return str(library)

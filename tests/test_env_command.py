@@ -17,7 +17,7 @@ def test_env_reports_versions_devices_variables_and_the_run_config(env, tmp_path
     assert answer["schema_version"] == 1 and answer["strata"] == "0.1.0"
     assert {"core", "hip_rdna4", "cuda"} <= {p["name"] for p in answer["plugins"]}
     assert answer["python"].startswith(".".join(map(str, __import__("sys").version_info[:2])))
-    assert set(answer["libraries"]) == {"hipblaslt", "rocblas"}
+    assert set(answer["libraries"]) == {"hipblaslt", "rocblas", "cublaslt"}
     (card,) = answer["devices"]
     assert (card["gfx"], card["plugin"], card["selected"]) == ("gfx1201", "hip_rdna4", True)
     assert answer["variables"]["STRATA_TOPK_OLD"] == "1"

@@ -19,7 +19,7 @@ from strata_core.hip.library import VARIANTS, GpuKernels, start_check
 from strata_core.hip.runtime import HipError, HipRuntime
 from strata_core.manager import PluginManager
 from strata_core.records import KernelLibrary
-from strata_core.testing.sysfs import MI50, R9700, fake_gpu, write_sysfs
+from strata_core.testing.sysfs import MI50, R9700, RX_7900_XTX, fake_gpu, write_sysfs
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -148,7 +148,8 @@ def test_run_checks_gpu_results_against_the_host(stand_in, env, tmp_path):
     root = write_sysfs(tmp_path, [R9700])
     result = strata_core(
         "run", "--json", "--profile", str(TINY), "--sysfs", str(root),
-        env=env | {"STRATA_HIP_LIBRARY": stand_in}, check=False,
+        env=env | {"STRATA_HIP_LIBRARY": stand_in, "STRATA_HIPBLASLT_LIBRARY": stand_in},
+        check=False,
     )  # fmt: skip
     assert result.returncode != 0
     assert result.stderr.splitlines()[-1] == (
@@ -168,16 +169,36 @@ def test_a_variant_the_kernel_library_lacks_is_one_line(stand_in):
     kernels.close()
 
 
-#: (card, the stand-in's architecture and warp size, what the plan chooses on it)
+#: (card, the stand-in's architecture and warp size, what the plan chooses on it, the vendor
+#: library its prompt GEMM runs through and that library's version in the stand-in)
 CARDS = {
     "gfx1201": (R9700, "gfx1201", "32", {"matvec_q8_0": "v_dot4_i32_iu8",
-                                          "prompt_gemm": "hipblas"}),
+                                          "prompt_gemm": "hipblas"}, ("hipBLASLt", "100401")),
     "gfx1030": (fake_gpu("gfx1030"), "gfx1030", "32", {"matvec_q8_0": "v_dot4_i32_i8",
-                                                        "prompt_gemm": "rocblas"}),
+                                                        "prompt_gemm": "rocblas"},
+                ("rocBLAS", "5.6.0.8d1ae90e")),
     "gfx906": (MI50, "gfx906", "64", {"matvec_q8_0": "v_dot4_i32_i8",
-                                      "prompt_gemm": "hipblas"}),
+                                      "prompt_gemm": "hipblas"}, ("hipBLASLt", "100401")),
 }  # fmt: skip
 ROUTERS = {"fast": {}, "portable": {"STRATA_HIP_ROUTER_OLD": "1"}}
+
+
+def _stand_in_run(tmp_path, env, library, gpu, arch, warp, **more):
+    """`strata-core run --json` on a card the emulating stand-in plays, with the vendor
+    libraries' stand-ins; the answer and the launched kernels' lines."""
+    root = write_sysfs(tmp_path / "sys", [gpu])
+    launches = tmp_path / "launches"
+    carried = env | more | {
+        "STRATA_HIP_LIBRARY": library,
+        "STRATA_HIPBLASLT_LIBRARY": library,
+        "STRATA_ROCBLAS_LIBRARY": library,
+        "STAND_IN_ARCH": arch,
+        "STAND_IN_WARP": warp,
+        "STAND_IN_LAUNCHES": str(launches),
+    }  # fmt: skip
+    result = strata_core("run", "--json", "--profile", str(TINY), "--sysfs", str(root), env=carried)
+    launched = [line.split() for line in launches.read_text().splitlines()]
+    return json.loads(result.stdout), launched
 
 
 @pytest.mark.parametrize("router", ROUTERS)
@@ -185,21 +206,10 @@ ROUTERS = {"fast": {}, "portable": {"STRATA_HIP_ROUTER_OLD": "1"}}
 def test_run_on_a_card_runs_every_operation_and_variant_the_plan_chooses(
     emulating_stand_in, env, tmp_path, target, router
 ):
-    gpu, arch, warp, chosen = CARDS[target]
-    root = write_sysfs(tmp_path / "sys", [gpu])
-    launches = tmp_path / "launches"
-    carried = (
-        env
-        | ROUTERS[router]
-        | {
-            "STRATA_HIP_LIBRARY": emulating_stand_in,
-            "STAND_IN_ARCH": arch,
-            "STAND_IN_WARP": warp,
-            "STAND_IN_LAUNCHES": str(launches),
-        }
+    gpu, arch, warp, chosen, (library, version) = CARDS[target]
+    answer, launched = _stand_in_run(
+        tmp_path, env, emulating_stand_in, gpu, arch, warp, **ROUTERS[router]
     )
-    result = strata_core("run", "--json", "--profile", str(TINY), "--sysfs", str(root), env=carried)
-    answer = json.loads(result.stdout)
     assert (answer["backend"], answer["target"]) == ("hip", arch)
     kernels = answer["kernels"]
     assert set(kernels) == {
@@ -209,13 +219,12 @@ def test_run_on_a_card_runs_every_operation_and_variant_the_plan_chooses(
     want = chosen | {"router_topk": router, "router_topk_prompt": router, "topk": "radix",
                      "topk_prompt": "radix"}  # fmt: skip
     assert {name: k["variant"] for name, k in kernels.items()} == want
-    ran = "WMMA" if target == "gfx1201" else "FMA"  # the library's GEMM is compiled per target
-    assert kernels["prompt_gemm"]["reason"].endswith(
-        f"; on the card the kernel library's {ran} GEMM stands in for "
-        f"{chosen['prompt_gemm']}, which strata does not bind"
-    )
-    launched = [line.split() for line in launches.read_text().splitlines()]
-    assert {line[0] for line in launched} == {"strata_" + op for op in abi.OPERATIONS}
+    assert answer["gemm_library"] == {
+        "library": library, "path": emulating_stand_in, "version": version
+    }  # fmt: skip
+    assert {line[0] for line in launched} == {
+        "strata_" + op for op in abi.OPERATIONS if op != "prompt_gemm"
+    }
     names = [name for name, _ in abi.OPERATIONS["router_topk"]]
     variant_field = abi.layout("router_topk")[names.index("variant")]
     codes = {
@@ -226,6 +235,18 @@ def test_run_on_a_card_runs_every_operation_and_variant_the_plan_chooses(
         if line[0] == "strata_router_topk"
     }
     assert codes == {VARIANTS["router_topk"][router]}
+
+
+def test_strata_pf_gemm_runs_the_kernel_librarys_wmma_gemm_on_gfx11(
+    emulating_stand_in, env, tmp_path
+):
+    answer, launched = _stand_in_run(
+        tmp_path, env, emulating_stand_in, RX_7900_XTX, "gfx1100", "32", STRATA_PF_GEMM="1"
+    )
+    assert answer["kernels"]["prompt_gemm"]["variant"] == "wmma"
+    assert answer["kernels"]["prompt_gemm"]["checked"] > 0
+    assert answer["gemm_library"] is None
+    assert "strata_prompt_gemm" in {line[0] for line in launched}
 
 
 def test_a_runtime_that_crashes_on_load_is_one_line_and_the_host_runs(stand_in, env, tmp_path):

@@ -27,7 +27,12 @@ def nvidia_tree(tmp_path):
 
 def with_driver(env, library, **more):
     """The environment of a PC whose CUDA driver is the stand-in, an H200 by default."""
-    driver = {"STRATA_CUDA_PROBE": "1", "STRATA_CUDA_LIBRARY": library, "STAND_IN_ARCH": "sm_90"}
+    driver = {
+        "STRATA_CUDA_PROBE": "1",
+        "STRATA_CUDA_LIBRARY": library,
+        "STRATA_CUBLASLT_LIBRARY": library,
+        "STAND_IN_ARCH": "sm_90",
+    }
     return env | driver | more
 
 
@@ -60,7 +65,8 @@ def test_the_driver_describes_the_card_and_the_cuda_backend_runs_it(nvidia_tree,
         run("plan", "--json", "--sysfs", str(nvidia_tree), env=with_driver(env, stand_in)).stdout
     )
     assert (plan["plugin"], plan["device"]["gfx"], plan["package"]) == ("cuda", "sm_90", None)
-    assert plan["tuning"] == {}  # the hipBLASLt and rocBLAS tables are the HIP backend's
+    # the hipBLASLt and rocBLAS tables are the HIP backend's; cuBLASLt's is taken when asked
+    assert list(plan["tuning"]) == ["cublaslt"] and not plan["tuning"]["cublaslt"]["used"]
     assert plan["kernels"]["matvec_q8_0"]["variant"] == "dp4a"
 
 
@@ -113,10 +119,13 @@ def test_run_on_an_nvidia_card_runs_every_kernel_through_the_driver(
     assert kernels["matvec_q8_0"]["bandwidth_of_read"] is not None
     assert {name: k["variant"] for name, k in kernels.items()} == {
         "matvec_q8_0": "dp4a", "router_topk": "fast", "router_topk_prompt": "fast",
-        "topk": "radix", "topk_prompt": "radix", "prompt_gemm": "fma",
+        "topk": "radix", "topk_prompt": "radix", "prompt_gemm": "cublaslt",
+    }  # fmt: skip
+    assert answer["gemm_library"] == {
+        "library": "cuBLASLt", "path": emulating_stand_in, "version": "120804"
     }  # fmt: skip
     launched = {line.split()[0] for line in launches.read_text().splitlines()}
-    assert launched == {"strata_" + op for op in abi.OPERATIONS}
+    assert launched == {"strata_" + op for op in abi.OPERATIONS} - {"strata_prompt_gemm"}
 
 
 def test_gpus_names_cuda_devices_when_the_cuda_backend_runs(nvidia_tree, env, stand_in):

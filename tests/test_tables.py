@@ -98,7 +98,7 @@ ROW = "512 4096 2048 bf16 qkv 56537 410.50 120.25\n"
         (ROW + "512 4096 x bf16 o default 1 1\n", "t.txt:4: K must be a positive integer, got 'x'"),
         (
             ROW + "512 4096 2048 bf16 o fast 100 50\n",
-            "t.txt:4: solution must be a solution index or 'default', got 'fast'",
+            "t.txt:4: solution must be a hipBLASLt solution or 'default', got 'fast'",
         ),
         (
             ROW + "512 4096 2048 bf16 o default -3 1\n",
@@ -140,7 +140,8 @@ def test_row_errors_name_their_line(text, expected):
         (
             HEAD.replace("STRATA_HIPBLASLT_TUNING_V1", "STRATA_CUBLAS_V1") + ROW,
             "t.txt:2: expected '<STRATA_HIPBLASLT_TUNING_V1|STRATA_ROCBLAS_TUNING_V1|"
-            "STRATA_HOST_TUNING_V1> <arch> <version>', got 'STRATA_CUBLAS_V1 gfx1151 100401'",
+            "STRATA_HOST_TUNING_V1|STRATA_CUBLASLT_TUNING_V1> <arch> <version>', got "
+            "'STRATA_CUBLAS_V1 gfx1151 100401'",
         ),
         (HEAD.replace("gfx1151", "navi31") + ROW, "t.txt:2: 'navi31' is not an architecture name"),
         (HEAD.replace("100401", "1.4.1") + ROW, "t.txt:2: '1.4.1' is not a hipBLASLt version"),

@@ -297,8 +297,7 @@ def test_tune_writes_only_what_table_check_takes(env, tmp_path):
     case = ("tune", "--case", "32,qkv,96,64,f32", "--repeats", "3")
     refused = run(*case, "--output", str(tmp_path / "mine.txt"), env=env, check=False)
     assert refused.returncode == 2 and refused.stderr.startswith(
-        f"strata-core: --output {tmp_path / 'mine.txt'}: the lookup takes this machine's table "
-        "only as "
+        f"strata-core: --output {tmp_path / 'mine.txt'}: the lookup takes this table only as "
     )
     assert not list(tmp_path.iterdir())
     run(*case, "--output", str(tmp_path), env=env)

@@ -10,7 +10,7 @@ from strata_core.errors import StrataError
 from strata_core.host.tuning import HostGemmTunable
 from strata_core.resolve import Resolved
 from strata_core.tuning import versions
-from strata_core.tuning.calibrate import Case, calibrate
+from strata_core.tuning.calibrate import Case, calibrate, wall_clock
 from strata_core.tuning.dispatch import SolutionRefused, TunedDispatch
 from strata_core.tuning.lookup import decide_hipblaslt, decide_host, decide_rocblas, search_dirs
 from strata_core.tuning.tables import HOST, read, render
@@ -286,7 +286,15 @@ def test_a_refused_solution_falls_back_and_is_disabled_after_three(capsys):
     )
     lines = capsys.readouterr().err.splitlines()
     assert lines[0] == "strata-core: hipBLASLt: 512 4096 2048 bf16 qkv -> 56537"
-    assert lines[1] == (
+    assert (
+        lines[1:3]
+        == [
+            "strata-core: hipBLASLt: solution 56537 for 512 4096 2048 bf16 qkv refused (invalid "
+            "value); fallback to the default for this call"
+        ]
+        * 2
+    )
+    assert lines[3] == (
         "strata-core: warning: hipBLASLt: solution 56537 for 512 4096 2048 bf16 qkv refused 3 "
         "times (invalid value); the default runs from now on"
     )
@@ -342,6 +350,8 @@ class SleepyTunable:
             return 1.0 if solution in self.wrong else 0.0
 
         return run
+
+    seconds = staticmethod(wall_clock)
 
 
 def test_calibration_method(clock):

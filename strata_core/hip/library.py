@@ -186,7 +186,7 @@ class GpuKernels:
             self._held.append(runtime.malloc(nbytes))
             return self._held[-1]
 
-        self.hold = [self._read_launch(hold_bytes, keep)] if hold_bytes else []
+        self.hold = [self._kernel(*self._read_launch(hold_bytes, keep))] if hold_bytes else []
 
     def close(self) -> None:
         """Release the stream, the events and the module."""
@@ -212,18 +212,21 @@ class GpuKernels:
             for pointer in taken:
                 self.runtime.free(pointer)
 
-    def _launch_timed(
-        self, launches: list[tuple[str, int, bytes]], downloads: list[tuple[np.ndarray, Any]]
+    def _kernel(self, op: str, grid: int, args: bytes) -> Callable[[], None]:
+        """The launch of one of the library's kernels on the stream."""
+        return lambda: self.runtime.launch(self.functions[op], grid, BLOCK, args, self.stream, op)
+
+    def launch_timed(
+        self, launches: list[Callable[[], None]], downloads: list[tuple[np.ndarray, Any]]
     ) -> float:
-        """Run ``launches`` (operation, grid, packed arguments) between the two events, after
-        the hold when there is one, then copy ``downloads`` (array, device buffer) back; the
-        seconds between the events."""
+        """Queue ``launches`` between the two events, after the hold when there is one, then
+        copy ``downloads`` (array, device buffer) back; the seconds between the events."""
         rt = self.runtime
-        for op, grid, args in self.hold:
-            rt.launch(self.functions[op], grid, BLOCK, args, self.stream, op)
+        for launch in self.hold:
+            launch()
         rt.record(self.start, self.stream)
-        for op, grid, args in launches:
-            rt.launch(self.functions[op], grid, BLOCK, args, self.stream, op)
+        for launch in launches:
+            launch()
         rt.record(self.stop, self.stream)
         for array, pointer in downloads:
             rt.download(array, pointer, self.stream)
@@ -231,22 +234,42 @@ class GpuKernels:
         return rt.elapsed_s(self.start, self.stop)
 
     def _timed(
-        self, launches: list[tuple[str, int, bytes]], downloads: list[tuple[np.ndarray, Any]]
+        self, launches: list[Callable[[], None]], downloads: list[tuple[np.ndarray, Any]]
     ) -> float:
         return statistics.median(
-            self._launch_timed(launches, downloads) for _ in range(self.repeats)
+            self.launch_timed(launches, downloads) for _ in range(self.repeats)
         )
 
-    def _run(self, op: str, grid: int, inputs: dict, outputs: dict, scalars: dict) -> None:
+    def run_timed(
+        self,
+        launch_at: Callable[[dict[str, int]], Callable[[], None]],
+        inputs: dict[str, np.ndarray],
+        outputs: dict[str, np.ndarray],
+    ) -> None:
+        """Upload ``inputs``, time the launch ``launch_at(addresses)`` gives (the buffers'
+        device addresses by name; made before the clock starts) as the library's own kernels
+        are timed, and download ``outputs``."""
         rt = self.runtime
         with self._allocations() as take:
             pointers = {name: take(array.nbytes) for name, array in {**inputs, **outputs}.items()}
             for name, array in inputs.items():
                 rt.upload(pointers[name], array, self.stream)
-            addresses = {n: rt.address(p) for n, p in pointers.items()}
-            args = abi.pack(op, addresses | scalars, self.code.kernel(op))
+            launch = launch_at({n: rt.address(p) for n, p in pointers.items()})
             downloads = [(array, pointers[name]) for name, array in outputs.items()]
-            self.seconds = self._timed([(op, grid, args)], downloads)
+            self.seconds = self._timed([launch], downloads)
+
+    @property
+    def stream_address(self) -> int:
+        """The stream as the vendor libraries take it: its handle as an integer."""
+        return int(self.runtime.ffi.cast("uintptr_t", self.stream))
+
+    def _run(self, op: str, grid: int, inputs: dict, outputs: dict, scalars: dict) -> None:
+        kernel = self.code.kernel(op)
+
+        def launch_at(addresses: dict[str, int]) -> Callable[[], None]:
+            return self._kernel(op, grid, abi.pack(op, addresses | scalars, kernel))
+
+        self.run_timed(launch_at, inputs, outputs)
 
     def matvec_q8_0(self, qs, d, xq, xd) -> np.ndarray:
         check_matvec_shapes(qs, d, xq, xd)
@@ -290,14 +313,14 @@ class GpuKernels:
         with self._allocations() as take:
             source, n = take(scores.nbytes), scores.size
             rt.upload(source, scores, self.stream)
-            launches: list[tuple[str, int, bytes]] = []
+            launches: list[Callable[[], None]] = []
             downloads: list[tuple[np.ndarray, Any]] = []
             for grid, (ids, values) in zip(grids, picks, strict=True):
                 ids_at, values_at = take(ids.nbytes), take(values.nbytes)
                 arguments = {"scores": rt.address(source), "n": n, "k": k,
                              "ids": rt.address(ids_at), "values": rt.address(values_at),
                              "variant": code}  # fmt: skip
-                launches.append(("topk", grid, abi.pack("topk", arguments, kernel)))
+                launches.append(self._kernel("topk", grid, abi.pack("topk", arguments, kernel)))
                 downloads.append((ids, ids_at))
                 source, n = values_at, grid * k
             downloads.append((picks[-1][1], source))
@@ -308,8 +331,8 @@ class GpuKernels:
         """GB/s of the read kernel over a buffer of ``nbytes`` on the card (median of
         ``repeats`` after one warm-up), as HIP or CUDA events time it."""
         with self._allocations() as take:
-            launch = [self._read_launch(nbytes, take)]
-            times = [self._launch_timed(launch, []) for _ in range(repeats + 1)]
+            launch = [self._kernel(*self._read_launch(nbytes, take))]
+            times = [self.launch_timed(launch, []) for _ in range(repeats + 1)]
         return nbytes // 16 * 16 / statistics.median(times[1:]) / 1e9
 
     def _read_launch(self, nbytes: int, take: Callable[[int], Any]) -> tuple[str, int, bytes]:

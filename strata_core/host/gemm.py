@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from ..tuning.tables import HOST
+
 SOLUTIONS = {
     "default": "one matmul of X by W (K x N)",
     "wt": "W kept transposed (N x K), read by BLAS as the transposed operand",
@@ -37,6 +39,10 @@ class PromptGemm:
 
     def expected(self, x: np.ndarray) -> np.ndarray:
         return np.asarray(x, dtype=np.float32) @ self.w
+
+    def table_key(self, tokens: int) -> tuple:
+        k, n = self.w.shape
+        return HOST.key_for(tokens, n, k, "f32", "prompt")
 
     def __call__(self, x: np.ndarray, solution: str = "default") -> np.ndarray:
         x = np.asarray(x, dtype=np.float32)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..tuning.calibrate import Case, Runner
+from ..tuning.calibrate import Case, Runner, wall_clock
 from ..tuning.tables import HOST
 from .gemm import SOLUTIONS, PromptGemm
 from .platform import blas_version, isa_level
@@ -53,3 +53,5 @@ class HostGemmTunable:
             x, w = x.astype(np.float16), w.astype(np.float16)
         gemm = PromptGemm(w)
         return lambda solution: gemm(x, solution)
+
+    seconds = staticmethod(wall_clock)

@@ -8,22 +8,26 @@ then runs the workload, as when there is no GPU.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import pickle
 import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
 import numpy as np
 
+from ..blas.gemm import PATHS
 from ..errors import NoGpuRun, StrataError
 from ..plan import HostRun, Plan, RunSettings
 from ..records import KernelChoice
+from ..tuning.dispatch import say
 from .gpu_backend import RUNTIME_NAMES
 from .gpu_child import ANSWER, JOB, RESULTS, GpuJob, unflatten
 from .workload import check, execute, make_inputs, read_bandwidth, wall_clock
@@ -72,8 +76,70 @@ def _runtimes(settings: RunSettings) -> str:
     return ", ".join(dict.fromkeys(Path(p).name for p in settings.runtime_libraries))
 
 
+@contextlib.contextmanager
+def gpu_child(
+    module: str,
+    job: object,
+    settings: RunSettings,
+    what: str,
+    progress: Callable[[str], None] | None = None,
+) -> Iterator[tuple[dict, Path]]:
+    """Run ``python -m module FOLDER`` on ``job`` within the plan's time limit; its answer
+    and FOLDER, after the lines it said are said. Each line the child prints on stdout goes
+    to ``progress`` as it comes. NoGpuRun when it dies, hangs, fails or finds no card that
+    runs; StrataError when it refuses."""
+    with tempfile.TemporaryDirectory(prefix="strata-gpu-") as folder:
+        where = Path(folder)
+        (where / JOB).write_bytes(pickle.dumps(job))
+        with open(where / "stderr", "w+") as stderr:
+            child = subprocess.Popen(
+                [sys.executable, "-m", module, folder],
+                env=dict(settings.child_env),
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+            )
+            late = threading.Event()
+
+            def stop() -> None:
+                late.set()
+                child.kill()
+
+            timer = threading.Timer(settings.timeout_s, stop)
+            timer.start()
+            try:
+                assert child.stdout is not None
+                for line in child.stdout:
+                    if progress is not None:
+                        progress(line.rstrip("\n"))
+                status = child.wait()
+            finally:
+                timer.cancel()
+            stderr.seek(0)
+            last = (stderr.read().strip().splitlines() or ["no message"])[-1]
+        if late.is_set():
+            raise NoGpuRun(
+                f"{what} gave no answer within {settings.timeout_s:g} s "
+                "(STRATA_RUN_TIMEOUT sets the limit)"
+            )
+        if status < 0:
+            raise NoGpuRun(f"{what} died of {signal.Signals(-status).name}")
+        if status != 0 or not (where / ANSWER).is_file():
+            raise NoGpuRun(f"{what} failed (exit status {status}: {last})")
+        answer = json.loads((where / ANSWER).read_text())
+        for level, line in answer.get("said", ()):
+            say(level, line)
+        if "no_gpu" in answer:
+            raise NoGpuRun(answer["no_gpu"])
+        if "refused" in answer:
+            raise StrataError(answer["refused"])
+        yield answer, where
+
+
 def run_on_gpu(plan: Plan) -> RunOutcome:
     settings, host = _settings(plan)
+    path = PATHS.get(plan.kernels["prompt_gemm"].variant)
+    decision = plan.tuning.get(path.table) if path and path.table else None
     job = GpuJob(
         plan.backend,
         plan.plugin,
@@ -82,34 +148,12 @@ def run_on_gpu(plan: Plan) -> RunOutcome:
         settings.runtime_libraries,
         settings.workload,
         plan.kernels,
+        settings.gemm_libraries,
+        decision.loaded if decision else None,
+        path is not None and plan.verbose(path.library),
     )
     what = f"the GPU run ({RUNTIME_NAMES[plan.backend]} {_runtimes(settings)})"
-    with tempfile.TemporaryDirectory(prefix="strata-gpu-") as folder:
-        where = Path(folder)
-        (where / JOB).write_bytes(pickle.dumps(job))
-        try:
-            child = subprocess.run(
-                [sys.executable, "-m", CHILD, folder],
-                env=dict(settings.child_env),
-                capture_output=True,
-                text=True,
-                timeout=settings.timeout_s,
-            )
-        except subprocess.TimeoutExpired:
-            raise NoGpuRun(
-                f"{what} gave no answer within {settings.timeout_s:g} s "
-                "(STRATA_RUN_TIMEOUT sets the limit)"
-            ) from None
-        if child.returncode < 0:
-            raise NoGpuRun(f"{what} died of {signal.Signals(-child.returncode).name}")
-        if child.returncode != 0 or not (where / ANSWER).is_file():
-            last = (child.stderr.strip().splitlines() or ["no message"])[-1]
-            raise NoGpuRun(f"{what} failed (exit status {child.returncode}: {last})")
-        answer = json.loads((where / ANSWER).read_text())
-        if "no_gpu" in answer:
-            raise NoGpuRun(answer["no_gpu"])
-        if "refused" in answer:
-            raise StrataError(answer["refused"])
+    with gpu_child(CHILD, job, settings, what) as (answer, where):
         with np.load(where / RESULTS) as arrays:
             results = unflatten(dict(arrays), answer["seconds"])
     return _check_gpu(plan, settings, host, answer, results)
@@ -118,7 +162,6 @@ def run_on_gpu(plan: Plan) -> RunOutcome:
 def _check_gpu(
     plan: Plan, settings: RunSettings, host: HostRun, answer: dict, results
 ) -> RunOutcome:
-    from ..hip.library import library_gemm
     from .gpu_backend import HalfGemm
 
     lib, _ = _host_library(settings, host)
@@ -134,12 +177,7 @@ def _check_gpu(
         "the host backend's result",
         f"the {code.name} code object",
     )
-    path, ran = plan.kernels["prompt_gemm"].variant, library_gemm(answer["target"])
-    if path != ran and "prompt_gemm" in reports:
-        reports["prompt_gemm"].reason += (
-            f"; on the card the kernel library's {ran.upper()} GEMM stands in for {path}, "
-            "which strata does not bind"
-        )
+    gemm = answer["gemm"]
     facts = {
         "plugin": plan.plugin,
         "card": answer["card"],
@@ -148,11 +186,15 @@ def _check_gpu(
         "runtime": answer["runtime"],
         "read_bandwidth_gbs": round(read_gbs, 2),
         "workload": settings.workload.name,
+        "gemm_library": gemm,
+        "tuning": {name: decision.as_dict() for name, decision in plan.tuning.items()},
     }
+    blas = f"{gemm['library']} {gemm['version']} ({gemm['path']}); " if gemm else ""
     headline = (
         f"GPU backend: {plan.plugin} {code.name} on {answer['card']} ({answer['target']}), "
-        f"{RUNTIME_NAMES[plan.backend]} {answer['runtime']}; card read {read_gbs:,.1f} GB/s; "
-        f"workload {settings.workload.name}; every result checked against the host backend"
+        f"{RUNTIME_NAMES[plan.backend]} {answer['runtime']}; {blas}card read "
+        f"{read_gbs:,.1f} GB/s; workload {settings.workload.name}; every result checked "
+        "against the host backend"
     )
     kernels = {name: r.as_dict(read_gbs) for name, r in reports.items()}
     return RunOutcome(plan.backend, facts, kernels, headline)
@@ -215,3 +257,32 @@ def run_on_host(plan: Plan, log: Callable[[str], None] = print) -> RunOutcome:
     )
     kernels = {name: r.as_dict(read_gbs) for name, r in reports.items()}
     return RunOutcome("host", facts, kernels, headline)
+
+
+def tune_on_card(
+    plan: Plan,
+    cases: tuple[tuple, ...],
+    repeats: int,
+    min_gain: float,
+    progress: Callable[[str], None],
+) -> dict:
+    """Calibrate the plan's prompt GEMM library on its card (strata_core.run.card_tuning);
+    the child's answer: the table's text, its architecture and version, each case's times."""
+    from .card_tuning import CardTuneJob
+
+    settings, _ = _settings(plan)
+    job = CardTuneJob(
+        plan.backend,
+        plan.plugin,
+        settings.kernel_library,
+        plan.device.index,
+        settings.runtime_libraries,
+        plan.kernels["prompt_gemm"].variant,
+        settings.gemm_libraries,
+        cases,
+        repeats,
+        min_gain,
+    )
+    what = f"the calibration on the card ({RUNTIME_NAMES[plan.backend]} {_runtimes(settings)})"
+    with gpu_child("strata_core.run.card_tuning", job, settings, what, progress) as (answer, _):
+        return answer

@@ -3,11 +3,12 @@ HIP runtime or the CUDA driver), the start check, and the plugin's code object f
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 import numpy as np
 
+from ..blas.gemm import DEFAULT, PATHS, BlasGemm, GemmShape, open_blas
 from ..errors import NoGpuRun, StrataError
 from ..gpu_runtime import Card, GpuRuntime
 from ..hip.library import GpuKernels, start_check
@@ -39,15 +40,69 @@ class HalfGemm:
         return x.astype(np.float16).astype(np.float32) @ self.wt.astype(np.float32).T
 
 
-class GpuGemm(HalfGemm):
-    """The prompt GEMM on the GPU over one weight matrix, kept as half N x K."""
+class KernelGemm(HalfGemm):
+    """The prompt GEMM on the kernel library's own GEMM (STRATA_PF_GEMM's stand-in), over one
+    weight matrix kept as half N x K. It has one solution and takes no table."""
 
     def __init__(self, gpu: GpuKernels, w: np.ndarray) -> None:
         super().__init__(w)
         self.gpu = gpu
 
-    def __call__(self, x: np.ndarray, solution: str = "default") -> np.ndarray:
+    def table_key(self, tokens: int) -> tuple:
+        return (tokens, *self.wt.shape)
+
+    def __call__(self, x: np.ndarray, solution: str = DEFAULT) -> np.ndarray:
         return self.gpu.prompt_gemm(x.astype(np.float16), self.wt)
+
+    def close(self) -> None:
+        pass
+
+
+class BlasPromptGemm(HalfGemm):
+    """The prompt GEMM through a vendor library on the card, timed like the kernels."""
+
+    def __init__(self, gpu: GpuKernels, blas: BlasGemm, w: np.ndarray) -> None:
+        super().__init__(w)
+        self.gpu, self.blas = gpu, blas
+        self.weights = self.wt if blas.dtype == "f16" else self.wt.astype(np.float32)
+        self.warm: set[tuple[GemmShape, str]] = set()
+
+    def shape(self, tokens: int) -> GemmShape:
+        n, k = self.wt.shape
+        return GemmShape(tokens, n, k)
+
+    def table_key(self, tokens: int) -> tuple:
+        shape = self.shape(tokens)
+        return self.blas.kind.key_for(tokens, shape.n, shape.k, self.blas.dtype, "prompt")
+
+    def __call__(self, x: np.ndarray, solution: str = DEFAULT) -> np.ndarray:
+        """The product; the first call of a shape and solution runs twice, so that the time
+        is the GEMM's and not the library loading its kernel."""
+        shape = self.shape(x.shape[0])
+        y = np.empty((shape.tokens, shape.n), dtype=np.float32)
+        stream = self.gpu.stream_address
+
+        def launch_at(at: dict[str, int]) -> Callable[[], None]:
+            return lambda: self.blas.run(shape, solution, at["x"], at["w"], at["y"], stream)
+
+        inputs = {"x": x.astype(self.weights.dtype), "w": self.weights}
+        for _ in range(1 if (shape, solution) in self.warm else 2):
+            self.gpu.run_timed(launch_at, inputs, {"y": y})
+        self.warm.add((shape, solution))
+        return y
+
+    def close(self) -> None:
+        self.blas.close()
+
+
+def prompt_gemm(
+    gpu: GpuKernels, path: str, files: Sequence[str], w: np.ndarray
+) -> KernelGemm | BlasPromptGemm:
+    """The prompt GEMM of the plan's path: through its vendor library, loaded from ``files``,
+    or on the kernel library's own GEMM where the path is that (wmma)."""
+    if path not in PATHS:
+        return KernelGemm(gpu, w)
+    return BlasPromptGemm(gpu, open_blas(path, files, gpu.runtime), w)
 
 
 @attrs.frozen
@@ -63,10 +118,12 @@ def open_gpu(
     library: KernelLibrary | None,
     index: int | None,
     runtimes: Sequence[str],
+    hold_bytes: int = 0,
 ) -> OpenedGpu:
     """Load the first of ``runtimes`` that loads (the ``backend``'s runtime) and the code
-    object for its device ``index``. NoGpuRun when this PC cannot run it (no code objects, no
-    runtime, no device); StrataError when the start check refuses."""
+    object for its device ``index`` (timed behind a read of ``hold_bytes``: GpuKernels).
+    NoGpuRun when this PC cannot run it (no code objects, no runtime, no device); StrataError
+    when the start check refuses."""
     if library is None or not library.code_objects:
         why = library.problems[0] if library and library.problems else "no code objects"
         raise NoGpuRun(f"{plugin} carries no code objects ({why})")
@@ -82,4 +139,4 @@ def open_gpu(
         raise NoGpuRun(f"{what} reports {count} device(s), none at index {index}")
     gpu = runtime.card(index)
     code = start_check(plugin, library, gpu)
-    return OpenedGpu(GpuKernels(runtime, code, gpu), gpu, runtime.path)
+    return OpenedGpu(GpuKernels(runtime, code, gpu, hold_bytes=hold_bytes), gpu, runtime.path)

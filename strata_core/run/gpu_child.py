@@ -1,9 +1,10 @@
 """The GPU run's child process: ``python -m strata_core.run.gpu_child FOLDER``.
 
-It reads the job (``job.pickle``) from FOLDER, loads the HIP runtime and the plugin's code
-object, runs every call of the workload on the card, and leaves the results in
-``results.npz`` and its answer in ``answer.json``. It checks nothing: the parent does, so
-that a runtime that crashes, aborts or hangs takes only this process down.
+It reads the job (``job.pickle``) from FOLDER, loads the card's runtime, the plugin's code
+object and the prompt GEMM's vendor library, runs every call of the workload on the card,
+and leaves the results in ``results.npz`` and its answer in ``answer.json`` (with the lines
+the tuned dispatch said, for the parent to say). It checks nothing: the parent does, so
+that a runtime or library that crashes, aborts or hangs takes only this process down.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import attrs
 import numpy as np
 
 from ..records import KernelChoice, KernelLibrary, Workload
+from ..tuning.tables import Table
 
 JOB, RESULTS, ANSWER = "job.pickle", "results.npz", "answer.json"
 
@@ -26,8 +28,8 @@ JOB, RESULTS, ANSWER = "job.pickle", "results.npz", "answer.json"
 @attrs.frozen
 class GpuJob:
     """What the child needs of the plan: the backend (``hip`` or ``cuda``), the plugin, its
-    kernel library, the card's number, the runtimes to try, the workload and its seed, and
-    the kernel choices."""
+    kernel library, the card's number, the runtimes to try, the workload and its seed, the
+    kernel choices, and the prompt GEMM's library files, tuning table and verbosity."""
 
     backend: str
     plugin: str
@@ -36,6 +38,9 @@ class GpuJob:
     runtimes: tuple[str, ...]
     workload: Workload
     choices: Mapping[str, KernelChoice]
+    gemm_libraries: tuple[str, ...] = ()
+    gemm_table: Table | None = None
+    gemm_verbose: bool = False
     seed: int = 0
 
 
@@ -68,7 +73,7 @@ def _part(key: str) -> int:
 def run(folder: Path) -> dict:
     from ..errors import NoGpuRun, StrataError
     from ..tuning.dispatch import TunedDispatch
-    from .gpu_backend import GpuGemm, open_gpu
+    from .gpu_backend import BlasPromptGemm, open_gpu, prompt_gemm
     from .workload import execute, make_inputs
 
     job: GpuJob = pickle.loads((folder / JOB).read_bytes())
@@ -80,17 +85,31 @@ def run(folder: Path) -> dict:
         return {"refused": str(refused)}
     inputs = make_inputs(job.workload, job.seed)
     kernels = gpu.kernels
-    gemm = GpuGemm(kernels, inputs.w)
-    dispatch = TunedDispatch(None, f"{job.plugin} GEMM")
+    said: list[tuple[str, str]] = []
+    try:
+        gemm = prompt_gemm(
+            kernels, job.choices["prompt_gemm"].variant, job.gemm_libraries, inputs.w
+        )
+    except StrataError as missing:
+        kernels.close()
+        return {"no_gpu": f"the prompt GEMM cannot run on the card: {missing}"}
+    blas = gemm.blas if isinstance(gemm, BlasPromptGemm) else None
+    label = f"{blas.library} GEMM" if blas else f"{job.plugin} GEMM"
+    dispatch = TunedDispatch(
+        job.gemm_table, label, job.gemm_verbose, lambda level, line: said.append((level, line))
+    )
     try:
         read_gbs = kernels.read_bandwidth(job.workload.gpu_read_bytes)
         results = execute(
             kernels, gemm, lambda call: (call(), kernels.seconds), inputs, job.choices, dispatch
         )
     except StrataError as failed:
-        return {"refused": str(failed)}
+        return {"refused": str(failed), "said": said}
     finally:
+        gemm.close()
         kernels.close()
+    if job.gemm_verbose:
+        said.append(("info", dispatch.summary()))
     arrays: dict[str, Any] = flatten(results)
     np.savez(folder / RESULTS, **arrays)
     return {
@@ -100,6 +119,10 @@ def run(folder: Path) -> dict:
         "runtime": gpu.runtime_path,
         "read_bandwidth_gbs": read_gbs,
         "seconds": [took for _, took in results],
+        "gemm": {"library": blas.library, "path": blas.path, "version": blas.version}
+        if blas
+        else None,
+        "said": said,
     }
 
 

@@ -61,9 +61,11 @@ class GemmReference(Protocol):
 
 
 class Gemm(GemmReference, Protocol):
-    """The prompt GEMM over one weight matrix: a call per solution, and its own reference."""
+    """The prompt GEMM over one weight matrix: a call per solution, its own reference, and
+    the tuning table's row key of a call over ``tokens`` rows."""
 
     def __call__(self, x: np.ndarray, solution: str = ...) -> np.ndarray: ...
+    def table_key(self, tokens: int) -> tuple: ...
 
 
 @attrs.frozen
@@ -135,7 +137,7 @@ def execute(
 ) -> list[tuple[Any, float]]:
     """Every call's result and seconds, in order; nothing is checked here."""
     w = inputs.workload
-    gemm_key = (w.prompt_tokens, w.ffn, w.hidden, "f32", "prompt")
+    gemm_key = gemm.table_key(w.prompt_tokens)
     steps = w.decode_steps + w.prompt_steps
     done: list[tuple[Any, float]] = []
     for call in inputs.calls:

@@ -24,11 +24,26 @@ class SolutionRefused(Exception):
     """Raised by a launcher when the library refuses a tuned solution for a call."""
 
 
+def say(level: str, line: str) -> None:
+    """Log a dispatch line (``info`` or ``warning``)."""
+    getattr(log, level)(line, kind="tuning")
+
+
 class TunedDispatch:
-    def __init__(self, table: Table | None, label: str, verbose: bool = False) -> None:
+    """``say(level, line)`` takes what the dispatch says: logged where it runs by default; a
+    GPU run's child process keeps the lines for its parent to say."""
+
+    def __init__(
+        self,
+        table: Table | None,
+        label: str,
+        verbose: bool = False,
+        say: Callable[[str, str], None] = say,
+    ) -> None:
         self.solutions = table.solutions() if table is not None else {}
         self.label = label
         self.verbose = verbose
+        self.say = say
         self.refusals: Counter[tuple] = Counter()
         self.disabled: set[tuple] = set()
         self.announced: set[tuple] = set()
@@ -46,7 +61,7 @@ class TunedDispatch:
         solution = self.choice(key)
         if self.verbose and key not in self.announced:
             self.announced.add(key)
-            log.info(f"{self.label}: {' '.join(map(str, key))} -> {solution}", kind="tuning")
+            self.say("info", f"{self.label}: {' '.join(map(str, key))} -> {solution}")
         if solution == DEFAULT:
             self.default_launches += 1
             return run(DEFAULT)
@@ -55,12 +70,19 @@ class TunedDispatch:
         except SolutionRefused as refusal:
             self.fallbacks += 1
             self.refusals[key] += 1
+            shape = " ".join(map(str, key))
             if self.refusals[key] >= REFUSALS_BEFORE_DISABLING:
                 self.disabled.add(key)
-                log.warning(
-                    f"{self.label}: solution {solution} for {' '.join(map(str, key))} refused "
+                self.say(
+                    "warning",
+                    f"{self.label}: solution {solution} for {shape} refused "
                     f"{self.refusals[key]} times ({refusal}); the default runs from now on",
-                    kind="tuning",
+                )
+            elif self.verbose:
+                self.say(
+                    "info",
+                    f"{self.label}: solution {solution} for {shape} refused ({refusal}); "
+                    "fallback to the default for this call",
                 )
             self.default_launches += 1
             return run(DEFAULT)

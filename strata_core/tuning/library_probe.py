@@ -1,14 +1,17 @@
-"""Asks hipBLASLt and rocBLAS for their versions. Runs as
+"""Asks hipBLASLt, rocBLAS and cuBLASLt for their versions. Runs as
 ``python -m strata_core.tuning.library_probe`` in a child process and prints one JSON object:
-``{"hipblaslt": {"library", "version"} or {"library", "error"} or null, "rocblas": ...}``."""
+``{"hipblaslt": {"library", "version"} or {"library", "error"} or null, "rocblas": ...,
+"cublaslt": ...}``."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
+from typing import Any
 
-from ..library_search import candidates, unloadable
+from ..blas.gemm import LIBRARIES
+from ..library_search import unloadable
 
 CDEF = """
 typedef void *hipblasLtHandle_t;
@@ -17,14 +20,12 @@ int hipblasLtDestroy(hipblasLtHandle_t handle);
 int hipblasLtGetVersion(hipblasLtHandle_t handle, int *version);
 int rocblas_get_version_string_size(size_t *len);
 int rocblas_get_version_string(char *buf, size_t len);
+size_t cublasLtGetVersion(void);
 """
 
-HIPBLASLT_SONAMES = ("libhipblaslt.so.1", "libhipblaslt.so.0", "libhipblaslt.so")
-ROCBLAS_SONAMES = ("librocblas.so.5", "librocblas.so.4", "librocblas.so")
 
-
-def _open(ffi, env: dict[str, str], variable: str, sonames: tuple[str, ...]):
-    for name in candidates(env, variable, sonames):
+def _open(ffi: Any, env: dict[str, str], library: str) -> tuple[Any, str | None]:
+    for name in LIBRARIES[library].files(env):
         try:
             return ffi.dlopen(name), name
         except OSError:
@@ -32,17 +33,7 @@ def _open(ffi, env: dict[str, str], variable: str, sonames: tuple[str, ...]):
     return None, None
 
 
-def _missing(env: dict[str, str], variable: str) -> dict | None:
-    """The answer for a library the variable names that did not load; None where it names
-    none (then the library is simply not found)."""
-    named = unloadable(env, variable)
-    return None if named is None else {"error": named}
-
-
-def hipblaslt(ffi, env: dict[str, str]) -> dict | None:
-    lib, name = _open(ffi, env, "STRATA_HIPBLASLT_LIBRARY", HIPBLASLT_SONAMES)
-    if lib is None:
-        return _missing(env, "STRATA_HIPBLASLT_LIBRARY")
+def hipblaslt(ffi: Any, lib: Any, name: str) -> dict:
     handle = ffi.new("hipblasLtHandle_t *")
     status = lib.hipblasLtCreate(handle)
     if status != 0:
@@ -55,10 +46,7 @@ def hipblaslt(ffi, env: dict[str, str]) -> dict | None:
     return {"library": name, "version": str(version[0])}
 
 
-def rocblas(ffi, env: dict[str, str]) -> dict | None:
-    lib, name = _open(ffi, env, "STRATA_ROCBLAS_LIBRARY", ROCBLAS_SONAMES)
-    if lib is None:
-        return _missing(env, "STRATA_ROCBLAS_LIBRARY")
+def rocblas(ffi: Any, lib: Any, name: str) -> dict:
     size = ffi.new("size_t *")
     status = lib.rocblas_get_version_string_size(size)
     if status != 0:
@@ -70,12 +58,29 @@ def rocblas(ffi, env: dict[str, str]) -> dict | None:
     return {"library": name, "version": ffi.string(text).decode(errors="replace").strip()}
 
 
+def cublaslt(ffi: Any, lib: Any, name: str) -> dict:
+    return {"library": name, "version": str(lib.cublasLtGetVersion())}
+
+
+ASK = {"hipblaslt": hipblaslt, "rocblas": rocblas, "cublaslt": cublaslt}
+
+
 def probe(env: dict[str, str]) -> dict:
+    """Each library's answer; None for one not found, an error for one the variable names
+    that does not load."""
     import cffi
 
     ffi = cffi.FFI()
     ffi.cdef(CDEF)
-    return {"hipblaslt": hipblaslt(ffi, env), "rocblas": rocblas(ffi, env)}
+    answers: dict[str, dict | None] = {}
+    for library, ask in ASK.items():
+        lib, name = _open(ffi, env, library)
+        if lib is None or name is None:
+            named = unloadable(env, LIBRARIES[library].variable)
+            answers[library] = None if named is None else {"error": named}
+        else:
+            answers[library] = ask(ffi, lib, name)
+    return answers
 
 
 if __name__ == "__main__":

@@ -7,6 +7,9 @@ folders: ``tuning/`` beside the engine, ``$STRATA_TUNING_DIR``, the plugin's own
 
 rocBLAS: ``STRATA_ROCBLAS_TUNING=<file or folder>``; otherwise on gfx103x the first valid
 ``<arch>-rocblas-<version>.txt`` in the same folders.
+
+cuBLASLt (NVIDIA cards): as hipBLASLt, with STRATA_CUBLASLT_TUNING and STRATA_CUBLASLT_TABLE
+(off unless asked for), ``<sm_NN>-cublaslt-<version>.txt``.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import attrs
 from .. import archdb
 from ..answer_cache import Recorder
 from ..resolve import Resolved
-from .tables import HIPBLASLT, HOST, ROCBLAS, Kind, Table, TableError, read
+from .tables import CUBLASLT, HIPBLASLT, HOST, ROCBLAS, Kind, Table, TableError, read
 from .versions import LibraryVersion
 
 
@@ -235,6 +238,32 @@ def decide_rocblas(
             None, False, f"rocBLAS tables serve gfx103x; {gfx} uses {library or 'no table'}"
         )
     return find_table(ROCBLAS, gfx, version, dirs, recorder)
+
+
+def decide_cublaslt(
+    target: str,
+    switches: Mapping[str, Resolved],
+    version: LibraryVersion,
+    dirs: Sequence[Path],
+    recorder: Recorder | None = None,
+) -> TuningDecision:
+    recorder = recorder or Recorder()
+    if "STRATA_CUBLASLT_TABLE" not in switches:
+        return TuningDecision(None, False, "the plugin of this card declares no cuBLASLt table")
+    forced = switches["STRATA_CUBLASLT_TUNING"].value
+    if forced:
+        return _forced(CUBLASLT, "STRATA_CUBLASLT_TUNING", Path(forced), target, version, recorder)
+    table_switch = switches["STRATA_CUBLASLT_TABLE"]
+    if table_switch.value != "on":
+        if table_switch.value == "off":
+            reason = f"STRATA_CUBLASLT_TABLE=off ({table_switch.source})"
+        else:
+            reason = (
+                "off by default: a table changes rounding, and a table is taken by default "
+                "only on gfx1151; STRATA_CUBLASLT_TABLE=on takes it"
+            )
+        return TuningDecision(None, False, reason, log=(_not_used(CUBLASLT, reason),))
+    return find_table(CUBLASLT, target, version, dirs, recorder)
 
 
 def decide_host(

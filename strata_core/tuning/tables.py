@@ -37,9 +37,16 @@ class Kind:
     key: tuple[str, ...]
     arch_pattern: str
     version_pattern: str
+    #: what a winner's solution id looks like
+    solution_pattern: str = r"-?\d+"
 
     def file_name(self, arch: str, version: str) -> str:
         return f"{arch}-{self.name}-{version.rstrip('.')}.txt"
+
+    def key_for(self, tokens: int, n: int, k: int, dtype: str, op: str) -> tuple:
+        """The row key of a GEMM of ``tokens`` x ``k`` by ``n`` x ``k`` (rocBLAS: ldy = N)."""
+        values = {"T": tokens, "N": n, "K": k, "dtype": dtype, "op": op, "ldy": n}
+        return tuple(values[column] for column in self.key)
 
 
 _GEMM_COLUMNS = ("T", "N", "K", "dtype", "op", "solution", "default_us", "best_us")
@@ -69,8 +76,21 @@ HOST = Kind(
     ("T", "N", "K", "dtype", "op"),
     r"x86-64(-v[234])?|aarch64|\w+",
     r"\S+",
+    r"[a-z][a-z0-9_]*",
 )
-KINDS = {kind.magic: kind for kind in (HIPBLASLT, ROCBLAS, HOST)}
+#: cuBLASLt (NVIDIA): version as cublasLtGetVersion gives it (12.8.4 is 120804); a solution is
+#: an algorithm configuration, algo:tile:stages:splitk:reduction:swizzle:custom:inner:cluster
+CUBLASLT = Kind(
+    "cublaslt",
+    "cuBLASLt",
+    "STRATA_CUBLASLT_TUNING_V1",
+    _GEMM_COLUMNS,
+    ("T", "N", "K", "dtype", "op"),
+    r"sm_\d+",
+    r"\d{5,6}",
+    r"\d+(:\d+){8}",
+)
+KINDS = {kind.magic: kind for kind in (HIPBLASLT, ROCBLAS, HOST, CUBLASLT)}
 
 #: rocBLAS rows come in token buckets T = 256 ... 8192 (AMD_HIP.md, "rocBLAS table").
 ROCBLAS_T_RANGE = (256, 8192)
@@ -185,13 +205,9 @@ def _parse_row(
         else:
             key.append(int(text))
     solution = values["solution"]
-    if solution != DEFAULT and not (
-        solution.removeprefix("-").isdecimal()
-        or (kind is HOST and re.fullmatch(r"[a-z][a-z0-9_]*", solution))
-    ):
-        problems.append(
-            f"{where}: solution must be a solution index or '{DEFAULT}', got {solution!r}"
-        )
+    if solution != DEFAULT and not re.fullmatch(kind.solution_pattern, solution):
+        what = "a solution name" if kind is HOST else f"a {kind.library} solution"
+        problems.append(f"{where}: solution must be {what} or '{DEFAULT}', got {solution!r}")
     default_us, best_us = _number(values["default_us"]), _number(values["best_us"])
     for column, number in (("default_us", default_us), ("best_us", best_us)):
         if number is None:

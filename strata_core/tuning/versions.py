@@ -15,6 +15,7 @@ from ..errors import StrataError
 LIBRARY_VARIABLES = (
     "STRATA_HIPBLASLT_LIBRARY",
     "STRATA_ROCBLAS_LIBRARY",
+    "STRATA_CUBLASLT_LIBRARY",
     "ROCM_PATH",
     "LD_LIBRARY_PATH",
 )
@@ -43,6 +44,9 @@ def rocblas_version(text: str) -> str:
     return text
 
 
+LIBRARIES = {"hipblaslt": "hipBLASLt", "rocblas": "rocBLAS", "cublaslt": "cuBLASLt"}
+
+
 @attrs.frozen
 class LibraryVersion:
     version: str | None
@@ -52,9 +56,9 @@ class LibraryVersion:
 def probe(
     env: Mapping[str, str], timeout_s: float, recorder: Recorder | None = None
 ) -> dict[str, LibraryVersion]:
-    """Ask the installed hipBLASLt and rocBLAS, in a child process."""
+    """Ask the installed hipBLASLt, rocBLAS and cuBLASLt, in a child process."""
     recorder = recorder or Recorder()
-    for variable in ("STRATA_HIPBLASLT_LIBRARY", "STRATA_ROCBLAS_LIBRARY"):
+    for variable in LIBRARY_VARIABLES[:3]:
         library_search.record(env, variable, recorder)
     try:
         answer = run_json_module(
@@ -65,9 +69,9 @@ def probe(
             recorder,
         )
     except ChildFailed as failed:
-        return dict.fromkeys(("hipblaslt", "rocblas"), LibraryVersion(None, str(failed)))
+        return dict.fromkeys(LIBRARIES, LibraryVersion(None, str(failed)))
     found = {}
-    for library, label in (("hipblaslt", "hipBLASLt"), ("rocblas", "rocBLAS")):
+    for library, label in LIBRARIES.items():
         info = answer.get(library)
         if info is None:
             found[library] = LibraryVersion(None, f"no {label} library found")

@@ -1,7 +1,8 @@
 """strata plugin for NVIDIA GPUs: the project's kernel library built as PTX, one module per
 compute capability, run through the CUDA driver (AMD_HIP.md: "Setup picks --backend hip by
 itself on a PC with no NVIDIA card Strata can use"; with one, the CUDA backend runs). No HIP
-switch default applies to it."""
+switch default applies to it. Its prompt GEMMs run through cuBLASLt, with a tuning table
+calibrated on the card (`strata-core tune`) where one is asked for."""
 
 from collections.abc import Mapping
 
@@ -10,6 +11,19 @@ from strata_core.archdb import compute_capability, newest_ptx_for
 from strata_core.hookspec import hookimpl
 from strata_core.kernels import gpu_topk_choices, router_choice
 from strata_core.records import Claim, Device, KernelChoice, RunContext, Workload
+from strata_core.switches import PATH, Switch
+
+TABLES = "Tuning tables"
+#: cuBLASLt's table switches, as hipBLASLt's (AMD_HIP.md "Tuning tables"): the page takes a
+#: table by default only on gfx1151, so here only when asked for
+SWITCHES = (
+    Switch("STRATA_CUBLASLT_TABLE", ("on", "off"), "use the cuBLASLt tuning table when it "
+           "matches the architecture and version", True, "off", section=TABLES),
+    Switch("STRATA_CUBLASLT_TUNING", (PATH,), "this cuBLASLt table file, always kept", True,
+           "no file", section=TABLES),
+    Switch("STRATA_CUBLASLT_VERBOSE", ("0", "1"), "print the tuned solution per shape and a "
+           "tuned_launches=... fallbacks=... summary at exit", False, "off", section=TABLES),
+)  # fmt: skip
 
 
 class Cuda(ArchPlugin):
@@ -19,6 +33,7 @@ class Cuda(ArchPlugin):
 
     strata_api_version = 1
     wave_size = 32
+    switches = SWITCHES
 
     @hookimpl
     def strata_claim_device(self, device: Device) -> Claim:
@@ -53,7 +68,11 @@ class Cuda(ArchPlugin):
             KernelChoice("matvec_q8_0", "dp4a", "NVIDIA's int8 dot4 (dp4a, sm_61 and newer)"),
             router_choice(switches),
             *gpu_topk_choices(switches, workload.context_cells),
-            KernelChoice("prompt_gemm", "fma", "the kernel library's FMA GEMM on LDS tiles"),
+            KernelChoice(
+                "prompt_gemm",
+                "cublaslt",
+                "the prompt GEMMs run through cuBLASLt (FP16 in, FP32 out)",
+            ),
         )
 
 

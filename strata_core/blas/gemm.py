@@ -1,0 +1,138 @@
+"""What every BLAS binding offers the GPU run and calibration: the prompt GEMM
+Y[T, N] = X[T, K] @ W[N, K]^T with half inputs and float output, run with the library's
+default or with one named solution, and the solutions the library lists for a shape."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+import attrs
+
+from ..library_search import candidates
+from ..tuning.tables import CUBLASLT, HIPBLASLT, ROCBLAS, Kind
+
+DEFAULT = "default"
+#: workspace a Lt library may use for one GEMM (cuBLASLt's own guidance for Hopper: 32 MiB)
+WORKSPACE_BYTES = 32 << 20
+
+
+@attrs.frozen
+class GemmShape:
+    """T tokens by K inputs, times N x K weights: T x N outputs."""
+
+    tokens: int
+    n: int
+    k: int
+
+    def __str__(self) -> str:
+        return f"T={self.tokens} N={self.n} K={self.k}"
+
+
+class BlasGemm(Protocol):
+    """One library on one card. ``run`` raises tuning.dispatch.SolutionRefused when the
+    library refuses the named solution for the shape; ``DEFAULT`` is never refused."""
+
+    library: str
+    kind: Kind
+    path: str
+    version: str
+    #: the operand type the GEMM takes (f16, or f32 for the SGEMM routes)
+    dtype: str
+
+    def solutions(self, shape: GemmShape) -> Sequence[str]:
+        """``DEFAULT`` first, then every other solution the library lists for the shape."""
+
+    def run(self, shape: GemmShape, solution: str, x: int, w: int, y: int, stream: int) -> None:
+        """Queue the GEMM on ``stream`` over device addresses ``x``, ``w`` and ``y``."""
+
+    def close(self) -> None: ...
+
+
+@attrs.frozen
+class BlasLibrary:
+    """A library a prompt GEMM path runs through: its table kind, the variable that names
+    its file, the sonames tried otherwise, and the switch that prints its choices."""
+
+    kind: Kind
+    variable: str
+    sonames: tuple[str, ...]
+    verbose: str
+    rocm: bool
+
+    def files(self, env: Mapping[str, str]) -> tuple[str, ...]:
+        """The file the variable names, else each soname (and, for a ROCm library, under
+        $ROCM_PATH/lib and /opt/rocm/lib)."""
+        if self.rocm:
+            return tuple(candidates(env, self.variable, self.sonames))
+        return (env[self.variable],) if env.get(self.variable) else self.sonames
+
+
+LIBRARIES = {
+    "cublaslt": BlasLibrary(
+        CUBLASLT,
+        "STRATA_CUBLASLT_LIBRARY",
+        ("libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so.11"),
+        "STRATA_CUBLASLT_VERBOSE",
+        rocm=False,
+    ),
+    "hipblaslt": BlasLibrary(
+        HIPBLASLT,
+        "STRATA_HIPBLASLT_LIBRARY",
+        ("libhipblaslt.so.1", "libhipblaslt.so.0", "libhipblaslt.so"),
+        "STRATA_HIPBLASLT_VERBOSE",
+        rocm=True,
+    ),
+    "rocblas": BlasLibrary(
+        ROCBLAS,
+        "STRATA_ROCBLAS_LIBRARY",
+        ("librocblas.so.5", "librocblas.so.4", "librocblas.so"),
+        "STRATA_ROCBLAS_VERBOSE",
+        rocm=True,
+    ),
+}
+
+
+@attrs.frozen
+class GemmPath:
+    """How a prompt GEMM path of a plan runs on a card: the library, the operand type, and
+    the plan's table decision it takes (None: it takes no table)."""
+
+    library: str
+    dtype: str
+    table: str | None
+
+
+#: AMD_HIP.md: plain hipBLAS, or hipBLASLt with its table; rocBLAS on gfx103x, its table for
+#: the FP16 route; SGEMM widens both inputs. On NVIDIA cards, cuBLASLt.
+PATHS = {
+    "cublaslt": GemmPath("cublaslt", "f16", "cublaslt"),
+    "hipblas": GemmPath("hipblaslt", "f16", None),
+    "hipblaslt": GemmPath("hipblaslt", "f16", "hipblaslt"),
+    "hipblas-sgemm": GemmPath("rocblas", "f32", None),
+    "rocblas": GemmPath("rocblas", "f16", None),
+    "rocblas-f16": GemmPath("rocblas", "f16", "rocblas"),
+    "rocblas-f16+sgemm": GemmPath("rocblas", "f16", "rocblas"),
+    "rocblas-sgemm": GemmPath("rocblas", "f32", None),
+}
+
+
+def library_paths(path: str, env: Mapping[str, str]) -> tuple[str, ...]:
+    """The files a prompt GEMM path's library is loaded from, in order; none for a path the
+    kernel library runs (STRATA_PF_GEMM's WMMA GEMM)."""
+    if path not in PATHS:
+        return ()
+    return LIBRARIES[PATHS[path].library].files(env)
+
+
+def open_blas(path: str, files: Sequence[str], runtime) -> BlasGemm:
+    """The library of prompt GEMM path ``path``, loaded from the first of ``files`` that
+    loads, on the runtime's current device. StrataError when none loads."""
+    chosen = PATHS[path]
+    if chosen.library == "rocblas":
+        from .rocblas import RocblasGemm
+
+        return RocblasGemm(files, runtime, chosen.dtype)
+    from .lt import CUBLASLT_API, HIPBLASLT_API, LtGemm
+
+    return LtGemm(CUBLASLT_API if chosen.library == "cublaslt" else HIPBLASLT_API, files, runtime)

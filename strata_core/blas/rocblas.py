@@ -1,0 +1,99 @@
+"""rocBLAS, bound through cffi in ABI mode (native/include/strata_rocblas.h): rocblas_gemm_ex
+with the default algorithm or a solution index, and the solutions the library lists for a
+problem (rocblas_gemm_ex_get_solutions). An index the library cannot use for the problem is
+refused with a status; rocBLAS does not fall back by itself (notes-tuning.md), so the caller
+does. The operands are laid out as in strata_core.blas.lt: D (N x T) = W^T X, ldy = N."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import StrataError
+from ..library_search import load_first
+from ..tuning.dispatch import SolutionRefused
+from ..tuning.tables import ROCBLAS
+from .gemm import DEFAULT, GemmShape
+
+
+class RocblasGemm:
+    library = "rocBLAS"
+    kind = ROCBLAS
+
+    def __init__(self, files: Sequence[str], runtime: Any, dtype: str) -> None:
+        from ._rocblas_ffi import ffi
+
+        self.ffi, self.runtime, self.dtype = ffi, runtime, dtype
+        lib, path, tried = load_first(ffi, files)
+        if lib is None or path is None:
+            raise StrataError(f"no rocBLAS found (tried {', '.join(tried)})")
+        self.lib, self.path = lib, path
+        handle = ffi.new("rocblas_handle *")
+        self._check(lib.rocblas_create_handle(handle), "rocblas_create_handle")
+        self.handle = handle[0]
+        size = ffi.new("size_t *")
+        self._check(lib.rocblas_get_version_string_size(size), "rocblas_get_version_string_size")
+        text = ffi.new("char[]", size[0] + 1)
+        self._check(lib.rocblas_get_version_string(text, size[0] + 1), "rocblas_get_version_string")
+        self.version = ffi.string(text).decode(errors="replace").strip()
+        self.in_type = lib.rocblas_datatype_f16_r if dtype == "f16" else lib.rocblas_datatype_f32_r
+        self._one = ffi.new("float *", 1.0)
+        self._zero = ffi.new("float *", 0.0)
+        self._listed: dict[GemmShape, list[str]] = {}
+
+    def _status(self, status: int) -> str:
+        name = self.lib.rocblas_status_to_string(status)
+        return self.ffi.string(name).decode() if name else f"status {status}"
+
+    def _check(self, status: int, call: str) -> None:
+        if status != self.lib.rocblas_status_success:
+            raise StrataError(f"{call} failed: {self._status(status)} in {self.path}")
+
+    def _arguments(self, shape: GemmShape, x: int, w: int, y: int) -> tuple:
+        lib, cast, f32 = self.lib, self.ffi.cast, self.lib.rocblas_datatype_f32_r
+        return (
+            self.handle, lib.rocblas_operation_transpose, lib.rocblas_operation_none,
+            shape.n, shape.tokens, shape.k, self._one, cast("void *", w), self.in_type, shape.k,
+            cast("void *", x), self.in_type, shape.k, self._zero, cast("void *", y), f32, shape.n,
+            cast("void *", y), f32, shape.n, f32,
+        )  # fmt: skip
+
+    def solutions(self, shape: GemmShape) -> list[str]:
+        if shape not in self._listed:
+            lib, ffi = self.lib, self.ffi
+            arguments = self._arguments(shape, 0, 0, 0)
+            count = ffi.new("int *")
+            listing = (lib.rocblas_gemm_algo_solution_index, lib.rocblas_gemm_flags_none)
+            self._check(
+                lib.rocblas_gemm_ex_get_solutions(*arguments, *listing, ffi.NULL, count),
+                "rocblas_gemm_ex_get_solutions",
+            )
+            found = ffi.new("int[]", count[0])
+            self._check(
+                lib.rocblas_gemm_ex_get_solutions(*arguments, *listing, found, count),
+                "rocblas_gemm_ex_get_solutions",
+            )
+            self._listed[shape] = [DEFAULT, *(str(found[i]) for i in range(count[0]))]
+        return self._listed[shape]
+
+    def run(self, shape: GemmShape, solution: str, x: int, w: int, y: int, stream: int) -> None:
+        lib = self.lib
+        self._check(
+            lib.rocblas_set_stream(self.handle, self.ffi.cast("void *", stream)),
+            "rocblas_set_stream",
+        )
+        if solution == DEFAULT:
+            algo, index = lib.rocblas_gemm_algo_standard, 0
+        else:
+            algo, index = lib.rocblas_gemm_algo_solution_index, int(solution)
+        status = lib.rocblas_gemm_ex(
+            *self._arguments(shape, x, w, y), algo, index, lib.rocblas_gemm_flags_none
+        )
+        if status != lib.rocblas_status_success:
+            message = f"rocblas_gemm_ex returned {self._status(status)}"
+            if solution != DEFAULT:
+                raise SolutionRefused(message)
+            raise StrataError(f"{message} for the GEMM {shape} with the default solution")
+
+    def close(self) -> None:
+        self.lib.rocblas_destroy_handle(self.handle)
