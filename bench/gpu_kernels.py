@@ -1,7 +1,8 @@
 """The kernel library on an NVIDIA GPU, side by side with PyTorch on the same card: each kernel's
 median time over event-timed repeats on inputs uploaded once, with the queue held by a long
 kernel before each timed call so that the events time the GPU and not the host's launch
-latency (PyTorch's calls are held the same way); matvec_q8_0 (544 MiB, several times the L2)
+latency (PyTorch's calls are held the same way), and a launch that does nothing timed so,
+the floor of any call; matvec_q8_0 (544 MiB, several times the L2)
 against the card's read bandwidth (the library's read kernel, and beside it a device-to-device
 copy through PyTorch counting the bytes read), top-k against torch.topk, the router against
 torch.topk + softmax. Every result is checked against the host backend first.
@@ -124,6 +125,8 @@ def main() -> None:
     theirs = torch_ms(torch_router, repeats)
     rows.append(("router_topk 512x128 k=8", f"{ms * 1e3:.1f} us",
                  f"torch.topk+softmax {theirs * 1e3:.1f} us: {theirs / ms:.2f}x"))  # fmt: skip
+    floor_us = 16 / (kernels.read_bandwidth(16, repeats) * GB) * 1e6
+    rows.append(("one launch (read kernel, 16 B)", f"{floor_us:.1f} us", "the floor of any call"))
     kernels.close()
     print(f"{card.name} ({card.gfx}), {kernels.code.path.name}; medians of {repeats}, held")
     for name, time, against in rows:

@@ -84,6 +84,7 @@ def _logits(rng, tokens, experts, kind):
         (300, 40, 1, "normal"),
         (17, 64, 32, "ties"),
         (9, 96, 6, "nan"),
+        (10, 200, 8, "nan"),  # eight experts a lane
         (12, 300, 8, "ties"),
     ],  # more experts than the fast router holds in registers
 )

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from strata_core.tune_command import parse_case
-from strata_core.tuning.tables import HIPBLASLT, ROCBLAS, TableError, parse, read, render
+from strata_core.tuning.tables import CUBLASLT, HIPBLASLT, ROCBLAS, TableError, parse, read, render
 
 FIXTURES = Path(__file__).parent / "fixtures/tables"
 HIP = FIXTURES / "gfx1151-hipblaslt-100401.txt"
@@ -42,6 +42,23 @@ def test_rocblas_table():
     table = read(ROC)
     assert (table.kind, table.arch, table.version) == (ROCBLAS, "gfx1030", "5.6.0.8d1ae90e")
     assert table.solutions() == {(8192, 4096, 2048, 4096): "1342", (256, 2048, 2048, 2048): "117"}
+
+
+def test_cublaslt_solutions_are_configurations(tmp_path):
+    head = (
+        "# strata-tuning columns=T,N,K,dtype,op,solution,default_us,best_us min_gain=1.05\n"
+        "STRATA_CUBLASLT_TUNING_V1 sm_90 130100\n"
+    )
+    good = tmp_path / "sm_90-cublaslt-130100.txt"
+    good.write_text(head + "512 4096 2048 f16 prompt 66:20:35:1:0:0:1:0:3 27.72 26.16\n")
+    table = read(good)
+    assert (table.kind, table.arch, table.version) == (CUBLASLT, "sm_90", "130100")
+    assert table.solutions() == {(512, 4096, 2048, "f16", "prompt"): "66:20:35:1:0:0:1:0:3"}
+    with pytest.raises(TableError) as refused:
+        parse(head + "512 4096 2048 f16 prompt 56537 27.72 26.16\n", Path("t.txt"))
+    assert refused.value.problems == (
+        "t.txt:3: solution must be a cuBLASLt solution or 'default', got '56537'",
+    )
 
 
 def test_file_names_drop_trailing_dots():

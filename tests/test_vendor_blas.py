@@ -46,7 +46,7 @@ def _product(blas, runtime, solution, dtype=np.float16):
         runtime.upload(buffer, array, stream)
     at = [runtime.address(b) for b in buffers]
     try:
-        blas.run(SHAPE, solution, *at, int(runtime.ffi.cast("uintptr_t", stream)))
+        blas.launcher(SHAPE, solution, *at, int(runtime.ffi.cast("uintptr_t", stream)))()
         runtime.download(y, buffers[2], stream)
     finally:
         for buffer in buffers:

@@ -178,21 +178,22 @@ DEVICE float router_exp(float best, float top) {
 }
 
 // Fast: one logical warp per token. Each lane holds the order keys of its experts (lane l:
-// experts l, l + 32, ... up to ROUTER_HELD of them, so 256 experts) in registers, sorted best
-// first; each of k rounds is a warp maximum of the lanes' first keys and a warp minimum of the
-// ids holding it, and the lane that held the winner moves its keys up. Wider rows read the logits again each round,
-// taking the experts that rank after the previous winner. Lane j keeps pick j, and the
-// softmax and the stores are lane-parallel.
-#define ROUTER_HELD 8
+// experts l, l + 32, ... up to HELD of them: 4 for up to 128 experts, 8 for up to 256) in
+// registers, sorted best first; each of k rounds is a warp maximum of the lanes' first keys
+// and a warp minimum of the ids holding it, and the lane that held the winner moves its keys
+// up. Wider rows read the logits again each round, taking the experts that rank after the
+// previous winner. Lane j keeps pick j, and the softmax and the stores are lane-parallel.
+#define ROUTER_HELD_MAX 8
 
 // A lane's held keys, best first (the expert order of ranks_before), by a bitonic network.
+template <int HELD>
 DEVICE void router_sort(unsigned *keys, int *experts) {
 #pragma unroll
-  for (int size = 2; size <= ROUTER_HELD; size *= 2) {
+  for (int size = 2; size <= HELD; size *= 2) {
 #pragma unroll
     for (int stride = size / 2; stride > 0; stride /= 2) {
 #pragma unroll
-      for (int i = 0; i < ROUTER_HELD; ++i) {
+      for (int i = 0; i < HELD; ++i) {
         int j = i ^ stride;
         bool first_best = (i & size) == 0;
         if (j > i && ranks_before(keys[j], experts[j], keys[i], experts[i]) == first_best) {
@@ -208,22 +209,23 @@ DEVICE void router_sort(unsigned *keys, int *experts) {
   }
 }
 
+template <int HELD>
 DEVICE void router_fast(const float *logits, int64_t tokens, int64_t experts, int k,
                         int32_t *ids, float *weights) {
   int64_t token = (int64_t)block_id() * WARPS_PER_BLOCK + thread_id() / WARP;
   if (token >= tokens) return;
   const float *row = logits + token * experts;
   unsigned lane = warp_lane();
-  bool held = experts <= (int64_t)WARP * ROUTER_HELD;
-  unsigned keys[ROUTER_HELD];
-  int experts_held[ROUTER_HELD];
+  bool held = experts <= (int64_t)WARP * HELD;
+  unsigned keys[HELD];
+  int experts_held[HELD];
 #pragma unroll
-  for (int i = 0; i < ROUTER_HELD; ++i) {
+  for (int i = 0; i < HELD; ++i) {
     int64_t e = lane + (int64_t)WARP * i;
     keys[i] = held && e < experts ? order_key(row[e]) : 0u;
     experts_held[i] = (int)e;
   }
-  if (held) router_sort(keys, experts_held);
+  if (held) router_sort<HELD>(keys, experts_held);
   unsigned last_key = 0xffffffffu, first_key = 0, my_key = 0;
   int last_id = -1, my_id = 0;
   for (int j = 0; j < k; ++j) {
@@ -247,11 +249,11 @@ DEVICE void router_fast(const float *logits, int64_t tokens, int64_t experts, in
     key = top;
     if (held && experts_held[0] == id) {
 #pragma unroll
-      for (int i = 0; i + 1 < ROUTER_HELD; ++i) {
+      for (int i = 0; i + 1 < HELD; ++i) {
         keys[i] = keys[i + 1];
         experts_held[i] = experts_held[i + 1];
       }
-      keys[ROUTER_HELD - 1] = 0;
+      keys[HELD - 1] = 0;
     }
     if (j == 0) first_key = key;
     if (lane == (unsigned)j) {
@@ -302,8 +304,10 @@ DEVICE void router_portable(const float *logits, int64_t tokens, int64_t experts
 
 KERNEL void strata_router_topk(const float *logits, int64_t tokens, int64_t experts, int k,
                                int32_t *ids, float *weights, int variant) {
-  if (variant == STRATA_ROUTER_FAST)
-    router_fast(logits, tokens, experts, k, ids, weights);
+  if (variant == STRATA_ROUTER_FAST && experts <= (int64_t)WARP * ROUTER_HELD_MAX / 2)
+    router_fast<ROUTER_HELD_MAX / 2>(logits, tokens, experts, k, ids, weights);
+  else if (variant == STRATA_ROUTER_FAST)
+    router_fast<ROUTER_HELD_MAX>(logits, tokens, experts, k, ids, weights);
   else
     router_portable(logits, tokens, experts, k, ids, weights);
 }

@@ -4,7 +4,7 @@ default or with one named solution, and the solutions the library lists for a sh
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 import attrs
@@ -30,8 +30,7 @@ class GemmShape:
 
 
 class BlasGemm(Protocol):
-    """One library on one card. ``run`` raises tuning.dispatch.SolutionRefused when the
-    library refuses the named solution for the shape; ``DEFAULT`` is never refused."""
+    """One library on one card; ``DEFAULT`` (the library's own choice) is never refused."""
 
     library: str
     kind: Kind
@@ -43,8 +42,12 @@ class BlasGemm(Protocol):
     def solutions(self, shape: GemmShape) -> Sequence[str]:
         """``DEFAULT`` first, then every other solution the library lists for the shape."""
 
-    def run(self, shape: GemmShape, solution: str, x: int, w: int, y: int, stream: int) -> None:
-        """Queue the GEMM on ``stream`` over device addresses ``x``, ``w`` and ``y``."""
+    def launcher(
+        self, shape: GemmShape, solution: str, x: int, w: int, y: int, stream: int
+    ) -> Callable[[], None]:
+        """What queues the GEMM on ``stream`` over device addresses ``x``, ``w`` and ``y``,
+        with every argument made beforehand, so that a timed launch is the library's call
+        alone. It, or making it, raises SolutionRefused where the library refuses."""
 
     def close(self) -> None: ...
 

@@ -17,7 +17,7 @@ A table's solution id names one algorithm exactly:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -280,24 +280,32 @@ class LtGemm:
     def solutions(self, shape: GemmShape) -> list[str]:
         return list(self._problem(shape).listed)
 
-    def run(self, shape: GemmShape, solution: str, x: int, w: int, y: int, stream: int) -> None:
+    def launcher(
+        self, shape: GemmShape, solution: str, x: int, w: int, y: int, stream: int
+    ) -> Callable[[], None]:
         problem = self._problem(shape)
         algo = problem.listed[DEFAULT] if solution == DEFAULT else self.build(shape, solution)
         if algo is None:
             raise SolutionRefused(f"{self.library} has no such algorithm for the GEMM {shape}")
         a, b, d = problem.layouts
         pointer = self.ffi.cast
-        status = self._call(
-            "Matmul", self.handle, problem.desc, self._one, pointer("void *", w), a,
+        arguments = (
+            self.handle, problem.desc, self._one, pointer("void *", w), a,
             pointer("void *", x), b, self._zero, pointer("void *", y), d, pointer("void *", y),
             d, algo, pointer("void *", self.runtime.address(self.workspace)), WORKSPACE_BYTES,
             pointer("void *", stream),
         )  # fmt: skip
-        if status != self.const["success"]:
-            message = f"{self.api.prefix}Matmul returned {self._status(status)}"
-            if solution != DEFAULT:
-                raise SolutionRefused(message)
-            raise StrataError(f"{message} for the GEMM {shape} with the default algorithm")
+        matmul = getattr(self.lib, self.api.prefix + "Matmul")
+
+        def launch() -> None:
+            status = matmul(*arguments)
+            if status != self.const["success"]:
+                message = f"{self.api.prefix}Matmul returned {self._status(status)}"
+                if solution != DEFAULT:
+                    raise SolutionRefused(message)
+                raise StrataError(f"{message} for the GEMM {shape} with the default algorithm")
+
+        return launch
 
     def close(self) -> None:
         for problem in self.problems.values():

@@ -6,7 +6,7 @@ does. The operands are laid out as in strata_core.blas.lt: D (N x T) = W^T X, ld
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import StrataError
@@ -76,24 +76,27 @@ class RocblasGemm:
             self._listed[shape] = [DEFAULT, *(str(found[i]) for i in range(count[0]))]
         return self._listed[shape]
 
-    def run(self, shape: GemmShape, solution: str, x: int, w: int, y: int, stream: int) -> None:
+    def launcher(
+        self, shape: GemmShape, solution: str, x: int, w: int, y: int, stream: int
+    ) -> Callable[[], None]:
         lib = self.lib
-        self._check(
-            lib.rocblas_set_stream(self.handle, self.ffi.cast("void *", stream)),
-            "rocblas_set_stream",
-        )
         if solution == DEFAULT:
             algo, index = lib.rocblas_gemm_algo_standard, 0
         else:
             algo, index = lib.rocblas_gemm_algo_solution_index, int(solution)
-        status = lib.rocblas_gemm_ex(
-            *self._arguments(shape, x, w, y), algo, index, lib.rocblas_gemm_flags_none
-        )
-        if status != lib.rocblas_status_success:
-            message = f"rocblas_gemm_ex returned {self._status(status)}"
-            if solution != DEFAULT:
-                raise SolutionRefused(message)
-            raise StrataError(f"{message} for the GEMM {shape} with the default solution")
+        arguments = (*self._arguments(shape, x, w, y), algo, index, lib.rocblas_gemm_flags_none)
+        handle, on = self.handle, self.ffi.cast("void *", stream)
+
+        def launch() -> None:
+            self._check(lib.rocblas_set_stream(handle, on), "rocblas_set_stream")
+            status = lib.rocblas_gemm_ex(*arguments)
+            if status != lib.rocblas_status_success:
+                message = f"rocblas_gemm_ex returned {self._status(status)}"
+                if solution != DEFAULT:
+                    raise SolutionRefused(message)
+                raise StrataError(f"{message} for the GEMM {shape} with the default solution")
+
+        return launch
 
     def close(self) -> None:
         self.lib.rocblas_destroy_handle(self.handle)
