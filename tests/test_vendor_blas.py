@@ -14,7 +14,7 @@ from cli_runner import strata_core
 from strata_core.blas.gemm import DEFAULT, GemmShape, open_blas
 from strata_core.cuda.driver import CudaDriver
 from strata_core.hip.runtime import HipRuntime
-from strata_core.testing.sysfs import R9700, write_nvidia_gpu, write_sysfs
+from strata_core.testing.sysfs import R9700, RX_7900_XTX, write_nvidia_gpu, write_sysfs
 from strata_core.tuning.dispatch import SolutionRefused
 from strata_core.tuning.tables import CUBLASLT, HIPBLASLT, read
 
@@ -239,4 +239,30 @@ def test_tune_on_a_card_names_a_wrong_output_before_measuring(card, tmp_path):
     assert result.stderr.splitlines() == [
         f"strata-core: --output {tmp_path / 'mine.txt'}: the lookup takes this table only as "
         "sm_90-cublaslt-120804.txt; name the file so, or give its folder"
+    ]
+
+
+def test_tune_host_calibrates_the_host_backend_where_a_card_runs(card, tmp_path):
+    result = card("tune", "--host", "--case", "32,qkv,96,64,f32", "--repeats", "3")
+    assert result.returncode == 2  # --profile (given by the fixture) is not the host's
+    assert result.stderr.splitlines() == [
+        "strata-core: --profile gives the shapes of a card's calibration or of tune --switches; "
+        "the host backend's calibration takes --case"
+    ]
+
+
+def test_tune_where_the_prompt_gemms_run_no_library_is_one_line(tmp_path, env, stand_in):
+    root = write_sysfs(tmp_path / "sys", [RX_7900_XTX])
+    carried = env | {
+        "STRATA_HIP_LIBRARY": stand_in,
+        "STAND_IN_ARCH": "gfx1100",
+        "STAND_IN_WARP": "32",
+        "STRATA_PF_GEMM": "1",
+    }
+    result = strata_core("tune", "--sysfs", str(root), env=carried, check=False)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "strata-core: tune: the prompt GEMMs on RX 7900 XT / RX 7900 XTX run no vendor library "
+        "(STRATA_PF_GEMM=1: the prompt's FP16 projections on the 128 x 256 WMMA GEMM); nothing "
+        "to calibrate on the card (--host calibrates the host backend)"
     ]

@@ -203,19 +203,36 @@ def decide_hipblaslt(
         return TuningDecision(
             None, False, no_hipblaslt, log=(_not_used(HIPBLASLT, no_hipblaslt),), warnings=warnings
         )
+    off_by_default = (
+        f"off by default on {gfx}: a table changes rounding, so packaged engines "
+        "take it by default only on gfx1151; STRATA_HIPBLASLT_TABLE=on takes it"
+    )
+    return _by_switches(HIPBLASLT, gfx, switches, version, dirs, recorder, off_by_default)
+
+
+def _by_switches(
+    kind: Kind,
+    target: str,
+    switches: Mapping[str, Resolved],
+    version: LibraryVersion,
+    dirs: Sequence[Path],
+    recorder: Recorder,
+    off_by_default: str,
+) -> TuningDecision:
+    """STRATA_<KIND>_TUNING's file, always kept; else with STRATA_<KIND>_TABLE=on the table
+    that matches; else none, and why."""
+    prefix = f"STRATA_{kind.name.upper()}"
+    forced = switches[f"{prefix}_TUNING"].value
     if forced:
-        return _forced(HIPBLASLT, "STRATA_HIPBLASLT_TUNING", Path(forced), gfx, version, recorder)
-    table_switch = switches["STRATA_HIPBLASLT_TABLE"]
-    if table_switch.value != "on":
-        if table_switch.value == "off":
-            reason = f"STRATA_HIPBLASLT_TABLE=off ({table_switch.source})"
-        else:
-            reason = (
-                f"off by default on {gfx}: a table changes rounding, so packaged engines "
-                "take it by default only on gfx1151; STRATA_HIPBLASLT_TABLE=on takes it"
-            )
-        return TuningDecision(None, False, reason, log=(_not_used(HIPBLASLT, reason),))
-    return find_table(HIPBLASLT, gfx, version, dirs, recorder)
+        return _forced(kind, f"{prefix}_TUNING", Path(forced), target, version, recorder)
+    table_switch = switches[f"{prefix}_TABLE"]
+    if table_switch.value == "on":
+        return find_table(kind, target, version, dirs, recorder)
+    if table_switch.value == "off":
+        reason = f"{prefix}_TABLE=off ({table_switch.source})"
+    else:
+        reason = off_by_default
+    return TuningDecision(None, False, reason, log=(_not_used(kind, reason),))
 
 
 def decide_rocblas(
@@ -250,20 +267,11 @@ def decide_cublaslt(
     recorder = recorder or Recorder()
     if "STRATA_CUBLASLT_TABLE" not in switches:
         return TuningDecision(None, False, "the plugin of this card declares no cuBLASLt table")
-    forced = switches["STRATA_CUBLASLT_TUNING"].value
-    if forced:
-        return _forced(CUBLASLT, "STRATA_CUBLASLT_TUNING", Path(forced), target, version, recorder)
-    table_switch = switches["STRATA_CUBLASLT_TABLE"]
-    if table_switch.value != "on":
-        if table_switch.value == "off":
-            reason = f"STRATA_CUBLASLT_TABLE=off ({table_switch.source})"
-        else:
-            reason = (
-                "off by default: a table changes rounding, and a table is taken by default "
-                "only on gfx1151; STRATA_CUBLASLT_TABLE=on takes it"
-            )
-        return TuningDecision(None, False, reason, log=(_not_used(CUBLASLT, reason),))
-    return find_table(CUBLASLT, target, version, dirs, recorder)
+    off_by_default = (
+        "off by default: a table changes rounding, and a table is taken by default only on "
+        "gfx1151; STRATA_CUBLASLT_TABLE=on takes it"
+    )
+    return _by_switches(CUBLASLT, target, switches, version, dirs, recorder, off_by_default)
 
 
 def decide_host(
