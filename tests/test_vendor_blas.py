@@ -242,10 +242,18 @@ def test_tune_on_a_card_names_a_wrong_output_before_measuring(card, tmp_path):
     ]
 
 
-def test_tune_host_calibrates_the_host_backend_where_a_card_runs(card, tmp_path):
-    result = card("tune", "--host", "--case", "32,qkv,96,64,f32", "--repeats", "3")
-    assert result.returncode == 2  # --profile (given by the fixture) is not the host's
-    assert result.stderr.splitlines() == [
+def test_tune_host_calibrates_the_host_backend_where_a_card_runs(tmp_path, env, stand_in):
+    root = write_nvidia_gpu(tmp_path / "sys", "0000:41:00.0")
+    carried = env | {"STRATA_CUDA_PROBE": "1", "STRATA_CUDA_LIBRARY": stand_in}
+    case = ("tune", "--sysfs", str(root), "--host", "--case", "32,qkv,96,64,f32")
+    result = strata_core(*case, "--repeats", "3", "--output", str(tmp_path), env=carried)
+    (table,) = tmp_path.glob("*-host-*.txt")
+    assert result.stderr.splitlines()[-1].startswith("strata-core: tune: wrote 1 rows (")
+    assert read(table).kind.name == "host"
+    profile = Path(__file__).parent / "fixtures/profiles/tiny.toml"
+    refused = strata_core(*case, "--profile", str(profile), env=carried, check=False)
+    assert refused.returncode == 2
+    assert refused.stderr.splitlines() == [
         "strata-core: --profile gives the shapes of a card's calibration or of tune --switches; "
         "the host backend's calibration takes --case"
     ]
