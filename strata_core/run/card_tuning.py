@@ -129,46 +129,43 @@ def gemm_close(a: Any, b: Any) -> bool:
 
 
 def run(folder: Path) -> dict:
+    from ..blas.gemm import open_blas
     from ..errors import NoGpuRun, StrataError
     from ..tuning.calibrate import calibrate
     from ..tuning.tables import render
-    from .gpu_backend import BlasPromptGemm, open_gpu, prompt_gemm
+    from .gpu_backend import open_gpu
 
     job: CardTuneJob = pickle.loads((folder / JOB).read_bytes())
     try:
         opened = open_gpu(job.backend, job.plugin, job.library, job.index, job.runtimes, HOLD_BYTES)
+        blas = open_blas(job.path, job.gemm_libraries, opened.kernels.runtime)
     except NoGpuRun as why:
         return {"no_gpu": str(why)}
     except StrataError as refused:
         return {"refused": str(refused)}
-    gpu = opened.kernels
+    tunable = CardGemmTunable(opened.kernels, blas, job.cases, job.seed)
+
+    def progress(line: str) -> None:
+        print(line, flush=True)
+
+    progress(
+        f"tune: {blas.library} {blas.version} ({blas.path}) on {opened.card.name} "
+        f"({opened.card.gfx}): {len(job.cases)} cases, {job.repeats} rounds each"
+    )
     try:
-        gemm = prompt_gemm(gpu, job.path, job.gemm_libraries, np.zeros((1, 1), np.float32))
-        if not isinstance(gemm, BlasPromptGemm):
-            return {"refused": f"{job.path} runs on the kernel library's own GEMM; no library"}
-        tunable = CardGemmTunable(gpu, gemm.blas, job.cases, job.seed)
-
-        def progress(line: str) -> None:
-            print(line, flush=True)
-
-        progress(
-            f"tune: {gemm.blas.library} {gemm.blas.version} ({gemm.blas.path}) on "
-            f"{opened.card.name} ({opened.card.gfx}): {len(job.cases)} cases, "
-            f"{job.repeats} rounds each"
-        )
         table, outcomes = calibrate(
             tunable, job.repeats, job.min_gain, progress, gemm_close, CARD_META
         )
-        for runner in tunable.runners:
-            runner.close()
-        gemm.close()
     except StrataError as failed:
         return {"refused": str(failed)}
     finally:
-        gpu.close()
+        for runner in tunable.runners:
+            runner.close()
+        blas.close()
+        opened.kernels.close()
     return {
-        "library": gemm.blas.library,
-        "path": gemm.blas.path,
+        "library": blas.library,
+        "path": blas.path,
         "version": table.version,
         "arch": table.arch,
         "card": opened.card.name,
