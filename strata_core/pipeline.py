@@ -286,7 +286,8 @@ def run_settings(
     request: PlanRequest, manager: PluginManager, plan: Plan, workload: Workload
 ) -> RunSettings:
     """What the workload runs with: its shape, threads, and on a card the plugin's kernel
-    library, the HIP runtimes to try and the time the GPU run may take."""
+    library, the runtimes to try, the prompt GEMM library's files and the time the GPU run
+    may take."""
     from .blas.gemm import library_paths
 
     library = None
