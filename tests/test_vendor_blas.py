@@ -274,3 +274,37 @@ def test_tune_where_the_prompt_gemms_run_no_library_is_one_line(tmp_path, env, s
         "(STRATA_PF_GEMM=1: the prompt's FP16 projections on the 128 x 256 WMMA GEMM); nothing "
         "to calibrate on the card (--host calibrates the host backend)"
     ]
+
+
+def test_a_hipblaslt_table_the_library_refuses_falls_back_on_an_amd_card(
+    tmp_path, env, emulating_stand_in
+):
+    root = write_sysfs(tmp_path / "sys", [R9700])
+    profile = tmp_path / "four.toml"
+    profile.write_text(FOUR_PROMPTS)
+    table = tmp_path / HIPBLASLT.file_name("gfx1201", "100401")
+    table.write_text(
+        "# strata-tuning columns=T,N,K,dtype,op,solution,default_us,best_us min_gain=1.05\n"
+        "STRATA_HIPBLASLT_TUNING_V1 gfx1201 100401\n40 128 256 f16 prompt 56537 50 40\n"
+    )
+    carried = env | {
+        "STRATA_HIP_LIBRARY": emulating_stand_in,
+        "STRATA_HIPBLASLT_LIBRARY": emulating_stand_in,
+        "STAND_IN_ARCH": "gfx1201",
+        "STAND_IN_WARP": "32",
+        "STRATA_HIPBLASLT_TUNING": str(table),
+        "STRATA_HIPBLASLT_VERBOSE": "1",
+    }
+    result = strata_core(
+        "run", "--json", "--sysfs", str(root), "--profile", str(profile), env=carried
+    )
+    said = result.stderr.splitlines()
+    assert (
+        "strata-core: warning: hipBLASLt GEMM: solution 56537 for 40 128 256 f16 prompt refused "
+        "3 times (hipblasLtMatmul returned status 3); the default runs from now on"
+    ) in said
+    assert said[-1] == (
+        "strata-core: hipBLASLt GEMM: tuned_launches=0 fallbacks=3 default_launches=4 disabled=1"
+    )
+    gemm = json.loads(result.stdout)["kernels"]["prompt_gemm"]
+    assert (gemm["variant"], gemm["calls"], gemm["checked"]) == ("hipblaslt", 4, 4)
