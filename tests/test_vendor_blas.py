@@ -14,9 +14,9 @@ from cli_runner import strata_core
 from strata_core.blas.gemm import DEFAULT, GemmShape, open_blas
 from strata_core.cuda.driver import CudaDriver
 from strata_core.hip.runtime import HipRuntime
-from strata_core.testing.sysfs import R9700, RX_7900_XTX, write_nvidia_gpu, write_sysfs
+from strata_core.testing.sysfs import R9700, RX_7900_XTX, fake_gpu, write_nvidia_gpu, write_sysfs
 from strata_core.tuning.dispatch import SolutionRefused
-from strata_core.tuning.tables import CUBLASLT, HIPBLASLT, read
+from strata_core.tuning.tables import CUBLASLT, HIPBLASLT, ROCBLAS, read
 
 #: the workload of tiny.toml with four prompt steps: three refusals, then the default
 FOUR_PROMPTS = """name = "four-prompts"
@@ -308,3 +308,33 @@ def test_a_hipblaslt_table_the_library_refuses_falls_back_on_an_amd_card(
     )
     gemm = json.loads(result.stdout)["kernels"]["prompt_gemm"]
     assert (gemm["variant"], gemm["calls"], gemm["checked"]) == ("hipblaslt", 4, 4)
+
+
+def test_a_rocblas_table_the_library_refuses_falls_back_on_the_fp16_route(
+    tmp_path, env, emulating_stand_in
+):
+    root = write_sysfs(tmp_path / "sys", [fake_gpu("gfx1030")])
+    profile = tmp_path / "bucket.toml"
+    profile.write_text(FOUR_PROMPTS.replace("prompt_tokens = 40", "prompt_tokens = 256"))
+    table = tmp_path / ROCBLAS.file_name("gfx1030", "5.6.0.8d1ae90e")
+    table.write_text(
+        "# strata-tuning columns=T,N,K,ldy,solution,default_us,best_us min_gain=1.05\n"
+        "STRATA_ROCBLAS_TUNING_V1 gfx1030 5.6.0.8d1ae90e\n256 128 256 128 99 50 40\n"
+    )
+    carried = env | {
+        "STRATA_HIP_LIBRARY": emulating_stand_in,
+        "STRATA_ROCBLAS_LIBRARY": emulating_stand_in,
+        "STAND_IN_ARCH": "gfx1030",
+        "STAND_IN_WARP": "32",
+        "STRATA_HIP_PROMPT_F16": "1",
+        "STRATA_ROCBLAS_TUNING": str(table),
+        "STRATA_ROCBLAS_VERBOSE": "1",
+    }
+    result = strata_core(
+        "run", "--json", "--sysfs", str(root), "--profile", str(profile), env=carried
+    )
+    assert result.stderr.splitlines()[-1] == (
+        "strata-core: rocBLAS GEMM: tuned_launches=0 fallbacks=3 default_launches=4 disabled=1"
+    )
+    gemm = json.loads(result.stdout)["kernels"]["prompt_gemm"]
+    assert (gemm["variant"], gemm["calls"], gemm["checked"]) == ("rocblas-f16", 4, 4)
