@@ -122,7 +122,7 @@ def tune_host(
 def card_plan(args: argparse.Namespace, env: Mapping[str, str]):
     """The plan of a run on this PC's card whose prompt GEMMs run through a vendor library,
     or None where the host backend runs."""
-    from .blas.gemm import PATHS
+    from .blas.gemm import PATHS, calibrated_path
     from .pipeline import PlanRequest, make_plan
 
     request = PlanRequest(env=env, sysfs=args.sysfs, profile=args.profile, for_run=True)
@@ -135,6 +135,12 @@ def card_plan(args: argparse.Namespace, env: Mapping[str, str]):
         raise StrataError(
             f"tune: the prompt GEMMs on {plan.device.name} run no vendor library ({why}); "
             "nothing to calibrate on the card (--host calibrates the host backend)"
+        )
+    if calibrated_path(gemm.variant, plan.device.gfx) is None:
+        raise StrataError(
+            f"tune: {plan.device.name} ({plan.device.gfx}) takes no tuning table for its prompt "
+            f"GEMMs ({gemm.reason}); nothing to calibrate on the card (--host calibrates the "
+            "host backend)"
         )
     return plan
 
@@ -152,12 +158,14 @@ def tune_card(
     min_gain: float,
 ) -> int:
     """Calibrate the plan's prompt GEMM library on its card and write its table."""
-    from .blas.gemm import LIBRARIES, PATHS
+    from .blas.gemm import LIBRARIES, PATHS, calibrated_path
     from .pipeline import seconds_variable
     from .run import tune_on_card
     from .tuning import versions
 
-    path = PATHS[plan.kernels["prompt_gemm"].variant]
+    calibrated = calibrated_path(plan.kernels["prompt_gemm"].variant, plan.device.gfx)
+    assert calibrated is not None  # card_plan refuses the rest
+    path = PATHS[calibrated]
     library = LIBRARIES[path.library]
     w = plan.run.workload
     if cases is None:
@@ -166,7 +174,7 @@ def tune_card(
     if wrong:
         raise StrataError(
             f"--case {','.join(map(str, wrong[0]))}: {library.kind.library} takes "
-            f"{path.dtype} operands on this path ({plan.kernels['prompt_gemm'].variant})"
+            f"{path.dtype} operands on this path ({calibrated})"
         )
     timeout = seconds_variable(env, "STRATA_HIP_PROBE_TIMEOUT", 15.0)
     version = versions.probe(env, timeout)[path.library]
@@ -176,6 +184,7 @@ def tune_card(
     target = table_target(args.output, env, name)
     answer = tune_on_card(
         plan,
+        calibrated,
         tuple(cases),
         args.repeats,
         min_gain,
@@ -188,8 +197,9 @@ def tune_card(
             "nothing written"
         )
     tuned = sum(case["solution"] != "default" for case in answer["cases"])
-    switch = f"STRATA_{path.library.upper()}_TABLE"
-    taken_by = f"; {switch}=on takes it" if switch != "STRATA_ROCBLAS_TABLE" else ""
+    taken_by = (
+        "" if path.library == "rocblas" else f"; STRATA_{path.library.upper()}_TABLE=on takes it"
+    )
     return write_table(target, answer["table"], len(answer["cases"]), tuned, taken_by)
 
 

@@ -148,7 +148,7 @@ def test_run_checks_gpu_results_against_the_host(stand_in, env, tmp_path):
     root = write_sysfs(tmp_path, [R9700])
     result = strata_core(
         "run", "--json", "--profile", str(TINY), "--sysfs", str(root),
-        env=env | {"STRATA_HIP_LIBRARY": stand_in, "STRATA_HIPBLASLT_LIBRARY": stand_in},
+        env=env | {"STRATA_HIP_LIBRARY": stand_in, "STRATA_ROCBLAS_LIBRARY": stand_in},
         check=False,
     )  # fmt: skip
     assert result.returncode != 0
@@ -170,15 +170,16 @@ def test_a_variant_the_kernel_library_lacks_is_one_line(stand_in):
 
 
 #: (card, the stand-in's architecture and warp size, what the plan chooses on it, the vendor
-#: library its prompt GEMM runs through and that library's version in the stand-in)
+#: library its prompt GEMM runs through (plain hipBLAS is rocBLAS underneath) and that
+#: library's version in the stand-in)
 CARDS = {
     "gfx1201": (R9700, "gfx1201", "32", {"matvec_q8_0": "v_dot4_i32_iu8",
-                                          "prompt_gemm": "hipblas"}, ("hipBLASLt", "100401")),
+                                          "prompt_gemm": "hipblas"}, ("rocBLAS", "5.6.0.8d1ae90e")),
     "gfx1030": (fake_gpu("gfx1030"), "gfx1030", "32", {"matvec_q8_0": "v_dot4_i32_i8",
                                                         "prompt_gemm": "rocblas"},
                 ("rocBLAS", "5.6.0.8d1ae90e")),
     "gfx906": (MI50, "gfx906", "64", {"matvec_q8_0": "v_dot4_i32_i8",
-                                      "prompt_gemm": "hipblas"}, ("hipBLASLt", "100401")),
+                                      "prompt_gemm": "hipblas"}, ("rocBLAS", "5.6.0.8d1ae90e")),
 }  # fmt: skip
 ROUTERS = {"fast": {}, "portable": {"STRATA_HIP_ROUTER_OLD": "1"}}
 

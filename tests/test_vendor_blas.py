@@ -14,7 +14,14 @@ from cli_runner import strata_core
 from strata_core.blas.gemm import DEFAULT, GemmShape, open_blas
 from strata_core.cuda.driver import CudaDriver
 from strata_core.hip.runtime import HipRuntime
-from strata_core.testing.sysfs import R9700, RX_7900_XTX, fake_gpu, write_nvidia_gpu, write_sysfs
+from strata_core.testing.sysfs import (
+    MI50,
+    R9700,
+    RX_7900_XTX,
+    fake_gpu,
+    write_nvidia_gpu,
+    write_sysfs,
+)
 from strata_core.tuning.dispatch import SolutionRefused
 from strata_core.tuning.tables import CUBLASLT, HIPBLASLT, ROCBLAS, read
 
@@ -210,11 +217,13 @@ def test_tune_on_a_card_writes_the_table_the_next_plan_takes(card, tmp_path):
     assert decision["cublaslt"]["reason"].endswith("(there: sm_90-cublaslt-120900.txt)")
 
 
-def test_tune_on_an_amd_card_calibrates_hipblaslt(tmp_path, env, stand_in):
+def test_tune_on_an_amd_card_calibrates_the_library_of_its_table(tmp_path, env, stand_in):
+    """gfx1201's plain hipBLAS path takes a hipBLASLt table: tune calibrates hipBLASLt."""
     root = write_sysfs(tmp_path / "sys", [R9700])
     carried = env | {
         "STRATA_HIP_LIBRARY": stand_in,
         "STRATA_HIPBLASLT_LIBRARY": stand_in,
+        "STRATA_ROCBLAS_LIBRARY": stand_in,
         "STAND_IN_ARCH": "gfx1201",
         "STAND_IN_WARP": "32",
     }
@@ -338,3 +347,17 @@ def test_a_rocblas_table_the_library_refuses_falls_back_on_the_fp16_route(
     )
     gemm = json.loads(result.stdout)["kernels"]["prompt_gemm"]
     assert (gemm["variant"], gemm["calls"], gemm["checked"]) == ("rocblas-f16", 4, 4)
+
+
+def test_tune_on_a_card_that_takes_no_table_is_one_line(tmp_path, env, stand_in):
+    root = write_sysfs(tmp_path / "sys", [MI50])
+    carried = env | {
+        "STRATA_HIP_LIBRARY": stand_in,
+        "STAND_IN_ARCH": "gfx906",
+        "STAND_IN_WARP": "64",
+    }
+    result = strata_core("tune", "--sysfs", str(root), env=carried, check=False)
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("strata-core: tune: ") and "(gfx906) takes no tuning table" in line
+    assert line.endswith("nothing to calibrate on the card (--host calibrates the host backend)")

@@ -9,6 +9,7 @@ from typing import Protocol
 
 import attrs
 
+from .. import archdb
 from ..library_search import candidates
 from ..tuning.tables import CUBLASLT, HIPBLASLT, ROCBLAS, Kind
 
@@ -106,11 +107,12 @@ class GemmPath:
     table: str | None
 
 
-#: AMD_HIP.md: plain hipBLAS, or hipBLASLt with its table; rocBLAS on gfx103x, its table for
-#: the FP16 route; SGEMM widens both inputs. On NVIDIA cards, cuBLASLt.
+#: AMD_HIP.md: plain hipBLAS (on AMD cards hipBLAS is rocBLAS underneath: "hipBLAS (rocBLAS
+#: with gfx906 kernels)"), or hipBLASLt with its table; rocBLAS on gfx103x, its table for the
+#: FP16 route; SGEMM widens both inputs. On NVIDIA cards, cuBLASLt.
 PATHS = {
     "cublaslt": GemmPath("cublaslt", "f16", "cublaslt"),
-    "hipblas": GemmPath("hipblaslt", "f16", None),
+    "hipblas": GemmPath("rocblas", "f16", None),
     "hipblaslt": GemmPath("hipblaslt", "f16", "hipblaslt"),
     "hipblas-sgemm": GemmPath("rocblas", "f32", None),
     "rocblas": GemmPath("rocblas", "f16", None),
@@ -118,6 +120,21 @@ PATHS = {
     "rocblas-f16+sgemm": GemmPath("rocblas", "f16", "rocblas"),
     "rocblas-sgemm": GemmPath("rocblas", "f32", None),
 }
+
+
+def calibrated_path(path: str, gfx: str) -> str | None:
+    """The path whose library a card's tuning table serves, for a plan's path on ``gfx``:
+    hipBLASLt where the card takes a hipBLASLt table (plain hipBLAS becomes hipBLASLt with
+    one), rocBLAS's FP16 route on gfx103x, cuBLASLt; None where the card takes no table."""
+    arch = archdb.lookup(gfx)
+    library = arch.table_library if arch else None
+    if path == "cublaslt":
+        return path
+    if path in ("hipblas", "hipblaslt") and library == archdb.HIPBLASLT:
+        return "hipblaslt"
+    if path.startswith("rocblas") and library == archdb.ROCBLAS:
+        return "rocblas-f16"
+    return None
 
 
 def library_paths(path: str, env: Mapping[str, str]) -> tuple[str, ...]:

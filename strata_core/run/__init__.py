@@ -261,13 +261,16 @@ def run_on_host(plan: Plan, log: Callable[[str], None] = print) -> RunOutcome:
 
 def tune_on_card(
     plan: Plan,
+    path: str,
     cases: tuple[tuple, ...],
     repeats: int,
     min_gain: float,
     progress: Callable[[str], None],
 ) -> dict:
-    """Calibrate the plan's prompt GEMM library on its card (strata_core.run.card_tuning);
-    the child's answer: the table's text, its architecture and version, each case's times."""
+    """Calibrate the library of prompt GEMM path ``path`` on the plan's card
+    (strata_core.run.card_tuning); the child's answer: the table's text, its architecture and
+    version, each case's times."""
+    from ..blas.gemm import library_paths
     from .card_tuning import CardTuneJob
 
     settings, _ = _settings(plan)
@@ -277,8 +280,8 @@ def tune_on_card(
         settings.kernel_library,
         plan.device.index,
         settings.runtime_libraries,
-        plan.kernels["prompt_gemm"].variant,
-        settings.gemm_libraries,
+        path,
+        library_paths(path, settings.child_env),
         cases,
         repeats,
         min_gain,
