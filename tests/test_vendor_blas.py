@@ -23,7 +23,7 @@ from strata_core.testing.sysfs import (
     write_sysfs,
 )
 from strata_core.tuning.dispatch import SolutionRefused
-from strata_core.tuning.tables import CUBLASLT, HIPBLASLT, ROCBLAS, read
+from strata_core.tuning.tables import CUBLASLT, HIPBLASLT, read
 
 #: the workload of tiny.toml with four prompt steps: three refusals, then the default
 FOUR_PROMPTS = """name = "four-prompts"
@@ -285,68 +285,51 @@ def test_tune_where_the_prompt_gemms_run_no_library_is_one_line(tmp_path, env, s
     ]
 
 
-def test_a_hipblaslt_table_the_library_refuses_falls_back_on_an_amd_card(
-    tmp_path, env, emulating_stand_in
+#: an AMD card's path whose table names a solution its library does not list: the card, the
+#: library, the prompt's tokens (rocBLAS rows are token buckets), the table's header and row,
+#: what the plan's path is called, and its switches
+AMD_REFUSALS = {
+    "hipblaslt": (R9700, "gfx1201", "hipBLASLt", 40,
+                  "columns=T,N,K,dtype,op,solution,default_us,best_us",
+                  "STRATA_HIPBLASLT_TUNING_V1 gfx1201 100401",
+                  "40 128 256 f16 prompt 56537 50 40", "hipblaslt", {}),
+    "rocblas": (fake_gpu("gfx1030"), "gfx1030", "rocBLAS", 256,
+                "columns=T,N,K,ldy,solution,default_us,best_us",
+                "STRATA_ROCBLAS_TUNING_V1 gfx1030 5.6.0.8d1ae90e",
+                "256 128 256 128 99 50 40", "rocblas-f16", {"STRATA_HIP_PROMPT_F16": "1"}),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("library", AMD_REFUSALS)
+def test_a_table_the_library_refuses_falls_back_on_an_amd_card(
+    tmp_path, env, emulating_stand_in, library
 ):
-    root = write_sysfs(tmp_path / "sys", [R9700])
-    profile = tmp_path / "four.toml"
-    profile.write_text(FOUR_PROMPTS)
-    table = tmp_path / HIPBLASLT.file_name("gfx1201", "100401")
-    table.write_text(
-        "# strata-tuning columns=T,N,K,dtype,op,solution,default_us,best_us min_gain=1.05\n"
-        "STRATA_HIPBLASLT_TUNING_V1 gfx1201 100401\n40 128 256 f16 prompt 56537 50 40\n"
-    )
-    carried = env | {
+    gpu, arch, label, tokens, columns, identity, row, variant, more = AMD_REFUSALS[library]
+    root = write_sysfs(tmp_path / "sys", [gpu])
+    profile = tmp_path / "prompts.toml"
+    profile.write_text(FOUR_PROMPTS.replace("prompt_tokens = 40", f"prompt_tokens = {tokens}"))
+    table = tmp_path / "table.txt"
+    table.write_text(f"# strata-tuning {columns} min_gain=1.05\n{identity}\n{row}\n")
+    prefix = f"STRATA_{library.upper()}"
+    carried = env | more | {
         "STRATA_HIP_LIBRARY": emulating_stand_in,
-        "STRATA_HIPBLASLT_LIBRARY": emulating_stand_in,
-        "STAND_IN_ARCH": "gfx1201",
+        f"{prefix}_LIBRARY": emulating_stand_in,
+        "STAND_IN_ARCH": arch,
         "STAND_IN_WARP": "32",
-        "STRATA_HIPBLASLT_TUNING": str(table),
-        "STRATA_HIPBLASLT_VERBOSE": "1",
-    }
+        f"{prefix}_TUNING": str(table),
+        f"{prefix}_VERBOSE": "1",
+    }  # fmt: skip
     result = strata_core(
         "run", "--json", "--sysfs", str(root), "--profile", str(profile), env=carried
     )
     said = result.stderr.splitlines()
-    assert (
-        "strata-core: warning: hipBLASLt GEMM: solution 56537 for 40 128 256 f16 prompt refused "
-        "3 times (hipblasLtMatmul returned status 3); the default runs from now on"
-    ) in said
+    assert sum("; fallback to the default for this call" in line for line in said) == 2
+    assert sum("times" in line and "the default runs from now on" in line for line in said) == 1
     assert said[-1] == (
-        "strata-core: hipBLASLt GEMM: tuned_launches=0 fallbacks=3 default_launches=4 disabled=1"
+        f"strata-core: {label} GEMM: tuned_launches=0 fallbacks=3 default_launches=4 disabled=1"
     )
     gemm = json.loads(result.stdout)["kernels"]["prompt_gemm"]
-    assert (gemm["variant"], gemm["calls"], gemm["checked"]) == ("hipblaslt", 4, 4)
-
-
-def test_a_rocblas_table_the_library_refuses_falls_back_on_the_fp16_route(
-    tmp_path, env, emulating_stand_in
-):
-    root = write_sysfs(tmp_path / "sys", [fake_gpu("gfx1030")])
-    profile = tmp_path / "bucket.toml"
-    profile.write_text(FOUR_PROMPTS.replace("prompt_tokens = 40", "prompt_tokens = 256"))
-    table = tmp_path / ROCBLAS.file_name("gfx1030", "5.6.0.8d1ae90e")
-    table.write_text(
-        "# strata-tuning columns=T,N,K,ldy,solution,default_us,best_us min_gain=1.05\n"
-        "STRATA_ROCBLAS_TUNING_V1 gfx1030 5.6.0.8d1ae90e\n256 128 256 128 99 50 40\n"
-    )
-    carried = env | {
-        "STRATA_HIP_LIBRARY": emulating_stand_in,
-        "STRATA_ROCBLAS_LIBRARY": emulating_stand_in,
-        "STAND_IN_ARCH": "gfx1030",
-        "STAND_IN_WARP": "32",
-        "STRATA_HIP_PROMPT_F16": "1",
-        "STRATA_ROCBLAS_TUNING": str(table),
-        "STRATA_ROCBLAS_VERBOSE": "1",
-    }
-    result = strata_core(
-        "run", "--json", "--sysfs", str(root), "--profile", str(profile), env=carried
-    )
-    assert result.stderr.splitlines()[-1] == (
-        "strata-core: rocBLAS GEMM: tuned_launches=0 fallbacks=3 default_launches=4 disabled=1"
-    )
-    gemm = json.loads(result.stdout)["kernels"]["prompt_gemm"]
-    assert (gemm["variant"], gemm["calls"], gemm["checked"]) == ("rocblas-f16", 4, 4)
+    assert (gemm["variant"], gemm["calls"], gemm["checked"]) == (variant, 4, 4)
 
 
 def test_tune_on_a_card_that_takes_no_table_is_one_line(tmp_path, env, stand_in):
