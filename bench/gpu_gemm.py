@@ -22,11 +22,12 @@ from pathlib import Path
 import torch
 
 from strata_core import profile
-from strata_core.blas.gemm import DEFAULT, LIBRARIES, GemmShape, open_blas
+from strata_core.blas.gemm import LIBRARIES, GemmShape, open_blas
 from strata_core.cuda.driver import CudaDriver, candidate_paths
 from strata_core.hip.library import GpuKernels, start_check
 from strata_core.manager import PluginManager
 from strata_core.run.card_tuning import BATCH, HOLD_BYTES, CardRunner, gemm_close
+from strata_core.tuning.tables import DEFAULT
 
 TOKENS = (256, 512, 1024, 2048, 4096, 8192)
 HOLD_CYCLES = 2_000_000

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from cli_runner import strata_core
 
-from strata_core.blas.gemm import DEFAULT, GemmShape, open_blas
+from strata_core.blas.gemm import GemmShape, open_blas
 from strata_core.cuda.driver import CudaDriver
 from strata_core.hip.runtime import HipRuntime
 from strata_core.testing.sysfs import (
@@ -23,7 +23,7 @@ from strata_core.testing.sysfs import (
     write_sysfs,
 )
 from strata_core.tuning.dispatch import SolutionRefused
-from strata_core.tuning.tables import CUBLASLT, HIPBLASLT, read
+from strata_core.tuning.tables import CUBLASLT, DEFAULT, HIPBLASLT, read
 
 #: the workload of tiny.toml with four prompt steps: three refusals, then the default
 FOUR_PROMPTS = """name = "four-prompts"

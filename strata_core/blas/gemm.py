@@ -13,8 +13,7 @@ from .. import archdb
 from ..library_search import candidates
 from ..tuning.tables import CUBLASLT, HIPBLASLT, ROCBLAS, Kind
 
-DEFAULT = "default"
-#: workspace a Lt library may use for one GEMM (cuBLASLt's own guidance for Hopper: 32 MiB)
+#: workspace a Lt library may use for one GEMM (what cuBLAS asks for on Hopper: 32 MiB)
 WORKSPACE_BYTES = 32 << 20
 
 
@@ -56,12 +55,12 @@ class BlasGemm(Protocol):
 @attrs.frozen
 class BlasLibrary:
     """A library a prompt GEMM path runs through: its table kind, the variable that names
-    its file, the sonames tried otherwise, and the switch that prints its choices."""
+    its file, the sonames tried otherwise, and whether it is a ROCm library (also looked for
+    under $ROCM_PATH/lib and /opt/rocm/lib)."""
 
     kind: Kind
     variable: str
     sonames: tuple[str, ...]
-    verbose: str
     rocm: bool
 
     def files(self, env: Mapping[str, str]) -> tuple[str, ...]:
@@ -77,21 +76,18 @@ LIBRARIES = {
         CUBLASLT,
         "STRATA_CUBLASLT_LIBRARY",
         ("libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so.11"),
-        "STRATA_CUBLASLT_VERBOSE",
         rocm=False,
     ),
     "hipblaslt": BlasLibrary(
         HIPBLASLT,
         "STRATA_HIPBLASLT_LIBRARY",
         ("libhipblaslt.so.1", "libhipblaslt.so.0", "libhipblaslt.so"),
-        "STRATA_HIPBLASLT_VERBOSE",
         rocm=True,
     ),
     "rocblas": BlasLibrary(
         ROCBLAS,
         "STRATA_ROCBLAS_LIBRARY",
         ("librocblas.so.5", "librocblas.so.4", "librocblas.so"),
-        "STRATA_ROCBLAS_VERBOSE",
         rocm=True,
     ),
 }

@@ -12,8 +12,8 @@ from typing import Any
 from ..errors import StrataError
 from ..library_search import load_first
 from ..tuning.dispatch import SolutionRefused
-from ..tuning.tables import ROCBLAS
-from .gemm import DEFAULT, GemmShape
+from ..tuning.tables import DEFAULT, ROCBLAS
+from .gemm import GemmShape
 
 
 class RocblasGemm:

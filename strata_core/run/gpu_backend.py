@@ -8,11 +8,12 @@ from collections.abc import Callable, Sequence
 import attrs
 import numpy as np
 
-from ..blas.gemm import DEFAULT, PATHS, BlasGemm, GemmShape, open_blas
+from ..blas.gemm import PATHS, BlasGemm, GemmShape, open_blas
 from ..errors import NoGpuRun, StrataError
 from ..gpu_runtime import Card, GpuRuntime
 from ..hip.library import GpuKernels, start_check
 from ..records import KernelLibrary
+from ..tuning.tables import DEFAULT
 
 #: the runtime each backend loads, and what a message calls it
 RUNTIME_NAMES = {"hip": "HIP runtime", "cuda": "CUDA driver"}
