@@ -72,12 +72,6 @@ class BlasLibrary:
 
 
 LIBRARIES = {
-    "cublaslt": BlasLibrary(
-        CUBLASLT,
-        "STRATA_CUBLASLT_LIBRARY",
-        ("libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so.11"),
-        rocm=False,
-    ),
     "hipblaslt": BlasLibrary(
         HIPBLASLT,
         "STRATA_HIPBLASLT_LIBRARY",
@@ -89,6 +83,12 @@ LIBRARIES = {
         "STRATA_ROCBLAS_LIBRARY",
         ("librocblas.so.5", "librocblas.so.4", "librocblas.so"),
         rocm=True,
+    ),
+    "cublaslt": BlasLibrary(
+        CUBLASLT,
+        "STRATA_CUBLASLT_LIBRARY",
+        ("libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so.11"),
+        rocm=False,
     ),
 }
 

@@ -28,7 +28,7 @@ from ..errors import NoGpuRun, StrataError
 from ..plan import HostRun, Plan, RunSettings
 from ..records import KernelChoice
 from ..tuning.dispatch import say
-from .gpu_backend import RUNTIME_NAMES
+from .gpu_backend import RUNTIME_NAMES, GpuCard
 from .gpu_child import ANSWER, JOB, RESULTS, GpuJob, unflatten
 from .workload import check, execute, make_inputs, read_bandwidth, wall_clock
 
@@ -70,6 +70,16 @@ def _host_library(settings: RunSettings, host: HostRun) -> tuple[Any, int]:
     lib = HostLibrary()
     lib.set_isa(host.isa)
     return lib, lib.set_threads(settings.threads)
+
+
+def _card(plan: Plan, settings: RunSettings) -> GpuCard:
+    return GpuCard(
+        plan.backend,
+        plan.plugin,
+        settings.kernel_library,
+        plan.device.index,
+        settings.runtime_libraries,
+    )
 
 
 def _runtimes(settings: RunSettings) -> str:
@@ -141,11 +151,7 @@ def run_on_gpu(plan: Plan) -> RunOutcome:
     path = PATHS.get(plan.kernels["prompt_gemm"].variant)
     decision = plan.tuning.get(path.table) if path and path.table else None
     job = GpuJob(
-        plan.backend,
-        plan.plugin,
-        settings.kernel_library,
-        plan.device.index,
-        settings.runtime_libraries,
+        _card(plan, settings),
         settings.workload,
         plan.kernels,
         settings.gemm_libraries,
@@ -275,11 +281,7 @@ def tune_on_card(
 
     settings, _ = _settings(plan)
     job = CardTuneJob(
-        plan.backend,
-        plan.plugin,
-        settings.kernel_library,
-        plan.device.index,
-        settings.runtime_libraries,
+        _card(plan, settings),
         path,
         library_paths(path, settings.child_env),
         cases,

@@ -15,6 +15,7 @@ import json
 import pickle
 import sys
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,10 @@ import numpy as np
 
 from ..blas.gemm import BlasGemm, GemmShape
 from ..hip.library import GpuKernels
-from ..records import KernelLibrary
 from ..tuning.calibrate import Case, Runner
+from .gpu_backend import GpuCard, HalfGemm
 from .gpu_child import ANSWER, JOB
+from .workload import close_to
 
 #: launches a timing takes, and bytes the read kernel holds them behind (on an H200, 1 GiB
 #: is about 0.25 ms: time enough to queue them all)
@@ -39,11 +41,7 @@ class CardTuneJob:
     """What the child needs: the card as a GPU run opens it, the prompt GEMM path and its
     library's files, the cases (T, op, N, K, dtype) and the method's settings."""
 
-    backend: str
-    plugin: str
-    library: KernelLibrary | None
-    index: int | None
-    runtimes: tuple[str, ...]
+    card: GpuCard
     path: str
     gemm_libraries: tuple[str, ...]
     cases: tuple[tuple, ...]
@@ -121,11 +119,9 @@ class CardGemmTunable:
         return run.seconds(solution)
 
 
-def gemm_close(a: Any, b: Any) -> bool:
-    """A half-input GEMM against the default's: the same products summed in another order."""
-    a, b = np.asarray(a), np.asarray(b)
-    scale = float(np.max(np.abs(b))) if b.size else 0.0
-    return a.shape == b.shape and bool(np.allclose(a, b, rtol=2e-3, atol=2e-3 * scale))
+#: a candidate's product against the default's: the same half products summed in another
+#: order, held to what a GPU run's prompt GEMM is held to
+gemm_close = partial(close_to, tolerance=HalfGemm.tolerance)
 
 
 def run(folder: Path) -> dict:
@@ -137,7 +133,7 @@ def run(folder: Path) -> dict:
 
     job: CardTuneJob = pickle.loads((folder / JOB).read_bytes())
     try:
-        opened = open_gpu(job.backend, job.plugin, job.library, job.index, job.runtimes, HOLD_BYTES)
+        opened = open_gpu(job.card, HOLD_BYTES)
         blas = open_blas(job.path, job.gemm_libraries, opened.kernels.runtime)
     except NoGpuRun as why:
         return {"no_gpu": str(why)}

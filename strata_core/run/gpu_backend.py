@@ -113,23 +113,29 @@ class OpenedGpu:
     runtime_path: str
 
 
-def open_gpu(
-    backend: str,
-    plugin: str,
-    library: KernelLibrary | None,
-    index: int | None,
-    runtimes: Sequence[str],
-    hold_bytes: int = 0,
-) -> OpenedGpu:
-    """Load the first of ``runtimes`` that loads (the ``backend``'s runtime) and the code
-    object for its device ``index`` (timed behind a read of ``hold_bytes``: GpuKernels).
-    NoGpuRun when this PC cannot run it (no code objects, no runtime, no device); StrataError
-    when the start check refuses."""
+@attrs.frozen
+class GpuCard:
+    """The card a child process opens, as the plan names it: the backend (``hip`` or
+    ``cuda``), the plugin, its kernel library, the card's number and the runtimes to try."""
+
+    backend: str
+    plugin: str
+    library: KernelLibrary | None
+    index: int | None
+    runtimes: tuple[str, ...]
+
+
+def open_gpu(card: GpuCard, hold_bytes: int = 0) -> OpenedGpu:
+    """Load the first of the card's runtimes that loads (its backend's runtime) and the code
+    object for its device (timed behind a read of ``hold_bytes``: GpuKernels). NoGpuRun when
+    this PC cannot run it (no code objects, no runtime, no device); StrataError when the
+    start check refuses."""
+    backend, plugin, library, index = card.backend, card.plugin, card.library, card.index
     if library is None or not library.code_objects:
         why = library.problems[0] if library and library.problems else "no code objects"
         raise NoGpuRun(f"{plugin} carries no code objects ({why})")
     try:
-        runtime = load_runtime(backend, runtimes)
+        runtime = load_runtime(backend, card.runtimes)
     except StrataError as exc:
         raise NoGpuRun(str(exc)) from None
     what = f"the {RUNTIME_NAMES[backend]} {runtime.path}"

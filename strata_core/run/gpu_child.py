@@ -19,23 +19,19 @@ from typing import Any
 import attrs
 import numpy as np
 
-from ..records import KernelChoice, KernelLibrary, Workload
+from ..records import KernelChoice, Workload
 from ..tuning.tables import Table
+from .gpu_backend import GpuCard
 
 JOB, RESULTS, ANSWER = "job.pickle", "results.npz", "answer.json"
 
 
 @attrs.frozen
 class GpuJob:
-    """What the child needs of the plan: the backend (``hip`` or ``cuda``), the plugin, its
-    kernel library, the card's number, the runtimes to try, the workload and its seed, the
-    kernel choices, and the prompt GEMM's library files, tuning table and verbosity."""
+    """What the child needs of the plan: the card, the workload and its seed, the kernel
+    choices, and the prompt GEMM's library files, tuning table and verbosity."""
 
-    backend: str
-    plugin: str
-    library: KernelLibrary | None
-    index: int | None
-    runtimes: tuple[str, ...]
+    card: GpuCard
     workload: Workload
     choices: Mapping[str, KernelChoice]
     gemm_libraries: tuple[str, ...] = ()
@@ -78,7 +74,7 @@ def run(folder: Path) -> dict:
 
     job: GpuJob = pickle.loads((folder / JOB).read_bytes())
     try:
-        gpu = open_gpu(job.backend, job.plugin, job.library, job.index, job.runtimes)
+        gpu = open_gpu(job.card)
     except NoGpuRun as why:
         return {"no_gpu": str(why)}
     except StrataError as refused:
@@ -94,7 +90,7 @@ def run(folder: Path) -> dict:
         kernels.close()
         return {"no_gpu": f"the prompt GEMM cannot run on the card: {missing}"}
     blas = gemm.blas if isinstance(gemm, BlasPromptGemm) else None
-    label = f"{blas.library} GEMM" if blas else f"{job.plugin} GEMM"
+    label = f"{blas.library} GEMM" if blas else f"{job.card.plugin} GEMM"
     dispatch = TunedDispatch(
         job.gemm_table, label, job.gemm_verbose, lambda level, line: said.append((level, line))
     )

@@ -243,7 +243,7 @@ def _agrees(
     w = inputs.workload
     if call.op == "matvec_q8_0":
         want = reference.matvec_q8_0(inputs.qs, inputs.d, *call.inputs)
-        return _close(got, want, 1e-5)
+        return close_to(got, want, 1e-5)
     if call.op == "router_topk":
         want_ids, want_weights = reference.router_topk(call.inputs[0], w.experts_per_token)
         ids, weights = got
@@ -252,10 +252,11 @@ def _agrees(
         )
     if call.op in TOPK:
         return np.array_equal(got[0], reference.topk(call.inputs[0], w.cells_kept)[0])
-    return _close(got, gemm.expected(call.inputs[0]), gemm.tolerance)
+    return close_to(got, gemm.expected(call.inputs[0]), gemm.tolerance)
 
 
-def _close(got: Any, want: np.ndarray, tolerance: float) -> bool:
+def close_to(got: Any, want: np.ndarray, tolerance: float) -> bool:
+    """Same shape, and equal within ``tolerance`` of each value and of the largest."""
     got = np.asarray(got)
     return got.shape == want.shape and bool(
         np.allclose(got, want, rtol=tolerance, atol=tolerance * np.abs(want).max())

@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from ..blas.gemm import LIBRARIES
-from ..library_search import unloadable
+from ..library_search import load_first, unloadable
 
 CDEF = """
 typedef void *hipblasLtHandle_t;
@@ -22,15 +22,6 @@ int rocblas_get_version_string_size(size_t *len);
 int rocblas_get_version_string(char *buf, size_t len);
 size_t cublasLtGetVersion(void);
 """
-
-
-def _open(ffi: Any, env: dict[str, str], library: str) -> tuple[Any, str | None]:
-    for name in LIBRARIES[library].files(env):
-        try:
-            return ffi.dlopen(name), name
-        except OSError:
-            continue
-    return None, None
 
 
 def hipblaslt(ffi: Any, lib: Any, name: str) -> dict:
@@ -74,7 +65,7 @@ def probe(env: dict[str, str]) -> dict:
     ffi.cdef(CDEF)
     answers: dict[str, dict | None] = {}
     for library, ask in ASK.items():
-        lib, name = _open(ffi, env, library)
+        lib, name, _ = load_first(ffi, LIBRARIES[library].files(env))
         if lib is None or name is None:
             named = unloadable(env, LIBRARIES[library].variable)
             answers[library] = None if named is None else {"error": named}

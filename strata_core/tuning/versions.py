@@ -9,13 +9,13 @@ import attrs
 
 from .. import library_search
 from ..answer_cache import Recorder
+from ..blas.gemm import LIBRARIES
 from ..child import ChildFailed, child_environment, run_json_module
 from ..errors import StrataError
 
+#: what the probe's child may see: each library's variable and the loader's search roots
 LIBRARY_VARIABLES = (
-    "STRATA_HIPBLASLT_LIBRARY",
-    "STRATA_ROCBLAS_LIBRARY",
-    "STRATA_CUBLASLT_LIBRARY",
+    *(library.variable for library in LIBRARIES.values()),
     "ROCM_PATH",
     "LD_LIBRARY_PATH",
 )
@@ -44,9 +44,6 @@ def rocblas_version(text: str) -> str:
     return text
 
 
-LIBRARIES = {"hipblaslt": "hipBLASLt", "rocblas": "rocBLAS", "cublaslt": "cuBLASLt"}
-
-
 @attrs.frozen
 class LibraryVersion:
     version: str | None
@@ -58,8 +55,8 @@ def probe(
 ) -> dict[str, LibraryVersion]:
     """Ask the installed hipBLASLt, rocBLAS and cuBLASLt, in a child process."""
     recorder = recorder or Recorder()
-    for variable in LIBRARY_VARIABLES[:3]:
-        library_search.record(env, variable, recorder)
+    for named in LIBRARIES.values():
+        library_search.record(env, named.variable, recorder)
     try:
         answer = run_json_module(
             "strata_core.tuning.library_probe",
@@ -71,10 +68,10 @@ def probe(
     except ChildFailed as failed:
         return dict.fromkeys(LIBRARIES, LibraryVersion(None, str(failed)))
     found = {}
-    for library, label in LIBRARIES.items():
+    for library, named in LIBRARIES.items():
         info = answer.get(library)
         if info is None:
-            found[library] = LibraryVersion(None, f"no {label} library found")
+            found[library] = LibraryVersion(None, f"no {named.kind.library} library found")
         elif "error" in info:
             where = f"{info['library']}: " if "library" in info else ""
             found[library] = LibraryVersion(None, f"{where}{info['error']}")
