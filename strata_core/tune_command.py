@@ -229,6 +229,19 @@ def run_table_check(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def host_run(args: argparse.Namespace, env: Mapping[str, str], config: Path | None):
+    """The host backend of this PC's plan (with the run config ``config``, where there is
+    one yet): its instruction set and kernels."""
+    from .pipeline import PlanRequest, make_plan
+
+    request = PlanRequest(
+        env=env, config=config, sysfs=args.sysfs, profile=args.profile, for_run=True
+    )
+    host = make_plan(request).plan.host
+    assert host is not None  # a plan for a run has one
+    return host
+
+
 def run_switch_trials(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """Measure each calibratable switch on the host backend in alternating on/off pairs and
     write the clear winners into the run config's env (or show the change: --dry-run)."""
@@ -253,7 +266,10 @@ def run_switch_trials(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     path = run_config.find(args.config, env) or Path("strata.toml")
     if path.is_file():
         run_config.load(path)  # a malformed config is refused before anything is measured
+    host = host_run(args, env, path if path.is_file() else None)
     lib = HostLibrary()
+    lib.set_isa(host.isa)
+    base = {"STRATA_HOST_ISA": host.isa}
     rng = np.random.default_rng(0)
     logits = rng.standard_normal((workload.prompt_tokens, workload.experts), dtype=np.float32)
     scores = rng.standard_normal(workload.context_cells, dtype=np.float32)
@@ -284,9 +300,9 @@ def run_switch_trials(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             )
             continue
         pick = {}
-        for state in ({}, {trial.switch: trial.value}):
+        for on, state in ((False, base), (True, base | {trial.switch: trial.value})):
             chosen = strata_select_kernels(host_device(), context, state, workload)
-            pick[bool(state)] = next(c.variant for c in chosen if c.op == trial.op)
+            pick[on] = next(c.variant for c in chosen if c.op == trial.op)
         if pick[False] == pick[True]:
             why = f"the host backend runs {trial.op} the same way ({pick[False]}) at this workload"
             results.append(

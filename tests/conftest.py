@@ -8,10 +8,23 @@ from pathlib import Path
 import pytest
 
 from strata_core.devices import DeviceScan, scan
+from strata_core.host.library import HostLibrary
 from strata_core.manager import PluginManager
 from strata_core.records import DetectionContext
 from strata_core.testing.pytest_plugin import clean_environment
 from strata_core.testing.sysfs import write_sysfs
+
+
+#: the host kernels' instruction sets, lowest first (strata_host.c), and those this CPU has:
+#: a test that depends on one names it and runs on each of these
+HOST_ISAS = ("baseline", "avx2", "avxvnni", "avx512vnni")
+CPU_HOST_ISAS = HOST_ISAS[: HOST_ISAS.index(HostLibrary().isa) + 1]
+
+
+@pytest.fixture(params=CPU_HOST_ISAS)
+def host_isa(request) -> str:
+    """Each instruction set this CPU runs the host kernels with (STRATA_HOST_ISA)."""
+    return request.param
 
 
 @pytest.fixture

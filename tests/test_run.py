@@ -22,8 +22,15 @@ TINY = Path(__file__).parent / "fixtures/profiles/tiny.toml"
 run = partial(strata_core, "run")
 
 
-def test_no_gpu_runs_the_host_workload_and_checks_every_result(env, tmp_path):
-    result = run("--json", "--profile", str(TINY), "--sysfs", str(tmp_path), env=env)
+def test_no_gpu_runs_the_host_workload_and_checks_every_result(env, tmp_path, host_isa):
+    result = run(
+        "--json",
+        "--profile",
+        str(TINY),
+        "--sysfs",
+        str(tmp_path),
+        env=env | {"STRATA_HOST_ISA": host_isa},
+    )
     assert result.stderr.splitlines()[0] == (
         "strata-core: no AMD GPU to run on (no visible GPU that an installed plugin runs); the "
         "host backend runs"
@@ -43,7 +50,10 @@ def test_no_gpu_runs_the_host_workload_and_checks_every_result(env, tmp_path):
     assert kernels["topk"]["calls"] == kernels["topk"]["checked"] == 3
     assert kernels["topk_prompt"]["calls"] == kernels["topk_prompt"]["checked"] == 2
     assert kernels["prompt_gemm"]["checked"] == 2
-    assert kernels["topk"]["variant"] == "heap"
+    assert kernels["matvec_q8_0"]["variant"] == host_isa
+    # the host's own bands: 5000 cells, k 32 take the wide kernel on the vector code only
+    assert kernels["topk"]["variant"] == ("heap" if host_isa == "baseline" else "wide")
+    assert kernels["router_topk"]["variant"] == ("portable" if host_isa == "baseline" else "fast")
     assert all(k["median_ms"] > 0 and k["throughput"] > 0 for k in kernels.values())
     assert answer["read_bandwidth_gbs"] > 0
 

@@ -247,9 +247,12 @@ HOT void sift_down(item *heap, int n, int at) {
     }
 }
 
-static int descending(const void *pa, const void *pb) {
-    item a = *(const item *)pa, b = *(const item *)pb;
-    return below(a, b) ? 1 : below(b, a) ? -1 : 0;
+/* The min-heap heap[0..k) in descending order, in place. */
+static void sort_heap_descending(item *heap, int k) {
+    for (int end = k - 1; end > 0; end--) {
+        item t = heap[0]; heap[0] = heap[end]; heap[end] = t;
+        sift_down(heap, end, 0);
+    }
 }
 
 HOT void offer(item *heap, int k, float v, int32_t i) {
@@ -328,6 +331,31 @@ static int64_t collect_avx512(const float *s, int64_t n, float threshold, item *
     return count;
 }
 
+__attribute__((target("avx2,fma")))
+static int64_t collect_avx2(const float *s, int64_t n, float threshold, item *out, int64_t cap) {
+    int64_t count = 0, i = 0;
+    const __m256 at_least = _mm256_set1_ps(threshold);
+    for (; i + 16 <= n; i += 16) {
+        unsigned above =
+            (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(s + i), at_least,
+                                                       _CMP_GE_OQ)) |
+            (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(s + i + 8), at_least,
+                                                       _CMP_GE_OQ)) << 8;
+        while (above) {
+            int lane = __builtin_ctz(above);
+            above &= above - 1;
+            if (count < cap) out[count] = (item){s[i + lane], (int32_t)(i + lane)};
+            count++;
+        }
+    }
+    for (; i < n; i++)
+        if (key_of(s[i]) >= threshold) {
+            if (count < cap) out[count] = (item){key_of(s[i]), (int32_t)i};
+            count++;
+        }
+    return count;
+}
+
 static int64_t collect_baseline(const float *s, int64_t n, float threshold, item *out,
                                 int64_t cap) {
     int64_t count = 0;
@@ -357,10 +385,12 @@ static int wide_select(item *heap, int k, const float *s, int64_t n) {
     for (int64_t j = 0; j < samples; j++) sample[j] = s[j * stride];
     heap_select(small, want, sample, samples);
     float threshold = small[0].v;
-    int64_t count = detect_isa() == ISA_AVX512VNNI
-                        ? collect_avx512(s, n, threshold, candidates, cap)
-                        : collect_baseline(s, n, threshold, candidates, cap);
-    if (count < k || count > cap) {
+    enum isa isa = detect_isa();
+    int64_t count = isa == ISA_AVX512VNNI ? collect_avx512(s, n, threshold, candidates, cap)
+                    : isa >= ISA_AVX2     ? collect_avx2(s, n, threshold, candidates, cap)
+                                          : collect_baseline(s, n, threshold, candidates, cap);
+    /* The vector collects skip NaN, whose key (-inf) a threshold of -inf would take. */
+    if (count < k || count > cap || threshold == -INFINITY) {
         heap_select(heap, k, s, n);
     } else {
         for (int j = 0; j < k; j++) heap[j] = candidates[j];
@@ -372,16 +402,37 @@ static int wide_select(item *heap, int k, const float *s, int64_t n) {
     return STRATA_OK;
 }
 
+/* Cell c into the sorted list best[0..*have) of at most k, where it belongs. */
+HOT void insert_sorted(item *best, int *have, int k, item c) {
+    if (*have == k && !below(best[k - 1], c)) return;
+    int at = *have < k ? (*have)++ : k - 1;
+    while (at > 0 && below(best[at - 1], c)) { best[at] = best[at - 1]; at--; }
+    best[at] = c;
+}
+
 /* The original kernel: a sorted list, each cell inserted where it belongs. */
 static void old_select(item *best, int k, const float *s, int64_t n) {
     int have = 0;
-    for (int64_t i = 0; i < n; i++) {
-        item c = {key_of(s[i]), (int32_t)i};
-        if (have == k && !below(best[k - 1], c)) continue;
-        int at = have < k ? have++ : k - 1;
-        while (at > 0 && below(best[at - 1], c)) { best[at] = best[at - 1]; at--; }
-        best[at] = c;
+    for (int64_t i = 0; i < n; i++) insert_sorted(best, &have, k, (item){key_of(s[i]), (int32_t)i});
+}
+
+/* The same list; once it is full, eight cells at a time pass only where one beats its last
+ * (a later cell with an equal value ranks below it). */
+__attribute__((target("avx2,fma")))
+static void old_select_avx2(item *best, int k, const float *s, int64_t n) {
+    int have = 0;
+    int64_t i = 0;
+    for (; i < n && have < k; i++) insert_sorted(best, &have, k, (item){key_of(s[i]), (int32_t)i});
+    for (; i + 8 <= n; i += 8) {
+        unsigned above = (unsigned)_mm256_movemask_ps(
+            _mm256_cmp_ps(_mm256_loadu_ps(s + i), _mm256_set1_ps(best[k - 1].v), _CMP_GT_OQ));
+        while (above) {
+            int lane = __builtin_ctz(above);
+            above &= above - 1;
+            insert_sorted(best, &have, k, (item){s[i + lane], (int32_t)(i + lane)});
+        }
     }
+    for (; i < n; i++) insert_sorted(best, &have, k, (item){key_of(s[i]), (int32_t)i});
 }
 
 int strata_topk_variant_for(int64_t n, int prompt_read) {
@@ -400,11 +451,14 @@ int strata_topk(const float *scores, int64_t n, int k, int32_t *ids, float *valu
     switch (variant) {
     case STRATA_TOPK_HEAP: heap_select(best, k, scores, n); break;
     case STRATA_TOPK_WIDE: status = wide_select(best, k, scores, n); break;
-    case STRATA_TOPK_OLD: old_select(best, k, scores, n); break;
+    case STRATA_TOPK_OLD:
+        if (detect_isa() >= ISA_AVX2) old_select_avx2(best, k, scores, n);
+        else old_select(best, k, scores, n);
+        break;
     default: status = STRATA_E_ARGUMENT;
     }
     if (status == STRATA_OK) {
-        qsort(best, (size_t)k, sizeof *best, descending);
+        if (variant != STRATA_TOPK_OLD) sort_heap_descending(best, k);
         for (int j = 0; j < k; j++) { ids[j] = best[j].i; values[j] = scores[best[j].i]; }
     }
     free(best);
@@ -574,6 +628,186 @@ static __mmask16 route16(const float *logits, int group, int64_t experts, int k,
     }
 }
 
+/* exp for the softmax weights, 8 lanes, x <= 0: 2^n * p(r) as exp512 computes it. */
+__attribute__((target("avx2,fma")))
+static inline __m256 exp256(__m256 x) {
+    x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256i scale = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n),
+                                                       _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(scale));
+}
+
+/* Slots a token may pack at its bound, and the width of a row of packed slots (one more
+ * chunk of eight, since a chunk is stored whole). */
+#define ROUTE8_SLOTS 32
+#define ROUTE8_ROW (ROUTE8_SLOTS + 8)
+
+/* For each of the 256 masks of a chunk of eight: the lanes it keeps, first. */
+static int32_t left_pack[256][8];
+
+__attribute__((constructor)) static void make_left_pack(void) {
+    for (int mask = 0; mask < 256; mask++) {
+        int n = 0;
+        for (int lane = 0; lane < 8; lane++)
+            if (mask >> lane & 1) left_pack[mask][n++] = lane;
+        while (n < 8) left_pack[mask][n++] = 0;
+    }
+}
+
+/* Eight tokens, one a lane: route16_k's method in AVX2. Each token's sixteen column maxima
+ * (column c holds experts c, c + 16, ...); the k-th largest bounds its k-th largest logit
+ * from below. The logits at or above the bound are packed per token, and the k best of those
+ * slots are kept by compare-exchange, lane-wise across the tokens, equal logits in id order.
+ * NaN and -inf enter as -FLT_MAX, the tail of a partial chunk not at all. Returns the tokens
+ * (a bit each) with more than ROUTE8_SLOTS logits at their bound, which the caller routes the
+ * portable way. */
+__attribute__((target("avx2,fma"), always_inline))
+static inline unsigned route8_k(const float *logits, int group, int64_t experts, const int k,
+                                int32_t *ids, float *weights) {
+    const __m256 lowest = _mm256_set1_ps(-FLT_MAX), none = _mm256_set1_ps(-INFINITY);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i across = _mm256_mullo_epi32(lane, _mm256_set1_epi32(ROUTE8_ROW));
+    const int64_t full = experts / 16 * 16;
+    float table_v[8][ROUTE8_ROW];
+    int32_t table_i[8][ROUTE8_ROW] = {{0}};
+    __m256 top[16];
+    __m256i top_i[16];
+
+    for (int t = 0; t < 8; t++) {
+        const float *row = logits + (t < group ? t : group - 1) * experts;
+        __m256 low = none, high = none;
+        for (int64_t e = 0; e < full; e += 16) {
+            low = _mm256_max_ps(low, _mm256_max_ps(_mm256_loadu_ps(row + e), lowest));
+            high = _mm256_max_ps(high, _mm256_max_ps(_mm256_loadu_ps(row + e + 8), lowest));
+        }
+        _mm256_storeu_ps(table_v[t], low);
+        _mm256_storeu_ps(table_v[t] + 8, high);
+        for (int64_t e = full; e < experts; e++) {
+            float v = row[e] >= -FLT_MAX ? row[e] : -FLT_MAX;
+            if (v > table_v[t][e - full]) table_v[t][e - full] = v;
+        }
+    }
+    for (int j = 0; j < k; j++) top[j] = none;
+    for (int c = 0; c < 16; c++) {
+        __m256 v = _mm256_i32gather_ps(&table_v[0][c], across, 4);
+        for (int j = 0; j < k; j++) {
+            __m256 high = _mm256_max_ps(top[j], v);
+            v = _mm256_min_ps(top[j], v);
+            top[j] = high;
+        }
+    }
+    float bound[8];
+    _mm256_storeu_ps(bound, top[k - 1]);
+
+    unsigned overflow = 0;
+    int most = 0;
+    for (int t = 0; t < 8; t++) {
+        for (int slot = 0; slot < ROUTE8_ROW; slot += 8) _mm256_storeu_ps(table_v[t] + slot, none);
+        if (t >= group) continue;
+        const float *row = logits + t * experts;
+        const __m256 at_least = _mm256_set1_ps(bound[t]);
+        int n = 0;
+        for (int64_t e = 0; e < experts; e += 8) {
+            __m256 v;
+            if (e + 8 <= experts) {
+                v = _mm256_max_ps(_mm256_loadu_ps(row + e), lowest);
+            } else {
+                float tail[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                                 -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+                for (int64_t x = e; x < experts; x++)
+                    tail[x - e] = row[x] >= -FLT_MAX ? row[x] : -FLT_MAX;
+                v = _mm256_loadu_ps(tail);
+            }
+            unsigned pass = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(v, at_least, _CMP_GE_OQ));
+            int count = __builtin_popcount(pass);
+            if (n + count > ROUTE8_SLOTS) {
+                overflow |= 1u << t;
+                break;
+            }
+            __m256i order = _mm256_loadu_si256((const __m256i *)left_pack[pass]);
+            __m256i id = _mm256_add_epi32(lane, _mm256_set1_epi32((int)e));
+            _mm256_storeu_ps(table_v[t] + n, _mm256_permutevar8x32_ps(v, order));
+            _mm256_storeu_si256((__m256i *)(table_i[t] + n), _mm256_permutevar8x32_epi32(id, order));
+            n += count;
+        }
+        /* what the last whole store put past the packed slots is no slot */
+        for (int x = n; x < n + 8 && x < ROUTE8_ROW; x++) table_v[t][x] = -INFINITY;
+        most = n > most ? n : most;
+    }
+    for (int j = 0; j < k; j++) {
+        top[j] = none;
+        top_i[j] = _mm256_setzero_si256();
+    }
+    for (int slot = 0; slot < most; slot++) {
+        __m256 v = _mm256_i32gather_ps(&table_v[0][slot], across, 4);
+        __m256i vi = _mm256_i32gather_epi32(&table_i[0][slot], across, 4);
+        /* The slot's logit has the highest id yet, so it passes only a smaller one; once it
+         * has displaced a logit, the one carried down has a lower id than any equal below. */
+        __m256 carried = _mm256_setzero_ps();
+        for (int j = 0; j < k && j <= slot; j++) {
+            __m256 better = _mm256_or_ps(
+                _mm256_andnot_ps(carried, _mm256_cmp_ps(v, top[j], _CMP_GT_OQ)),
+                _mm256_and_ps(carried, _mm256_cmp_ps(v, top[j], _CMP_GE_OQ)));
+            carried = _mm256_or_ps(carried, better);
+            __m256i better_i = _mm256_castps_si256(better);
+            __m256 kept = _mm256_blendv_ps(top[j], v, better);
+            __m256i kept_i = _mm256_blendv_epi8(top_i[j], vi, better_i);
+            v = _mm256_blendv_ps(v, top[j], better);
+            vi = _mm256_blendv_epi8(vi, top_i[j], better_i);
+            top[j] = kept;
+            top_i[j] = kept_i;
+        }
+    }
+
+    __m256 w[16], sum = _mm256_setzero_ps();
+    for (int j = 0; j < k; j++) {
+        w[j] = exp256(_mm256_sub_ps(top[j], top[0]));
+        sum = _mm256_add_ps(sum, w[j]);
+    }
+    float out_w[16][8];
+    int32_t out_i[16][8];
+    for (int j = 0; j < k; j++) {
+        _mm256_storeu_ps(out_w[j], _mm256_div_ps(w[j], sum));
+        _mm256_storeu_si256((__m256i *)out_i[j], top_i[j]);
+    }
+    for (int t = 0; t < group; t++) {
+        if (overflow >> t & 1) continue;
+        for (int j = 0; j < k; j++) {
+            ids[t * k + j] = out_i[j][t];
+            weights[t * k + j] = out_w[j][t];
+        }
+    }
+    return overflow;
+}
+
+/* One copy for each k up to 8, so that the k best stay in registers. */
+__attribute__((target("avx2,fma")))
+static unsigned route8(const float *logits, int group, int64_t experts, int k, int32_t *ids,
+                       float *weights) {
+    switch (k) {
+    case 1: return route8_k(logits, group, experts, 1, ids, weights);
+    case 2: return route8_k(logits, group, experts, 2, ids, weights);
+    case 3: return route8_k(logits, group, experts, 3, ids, weights);
+    case 4: return route8_k(logits, group, experts, 4, ids, weights);
+    case 5: return route8_k(logits, group, experts, 5, ids, weights);
+    case 6: return route8_k(logits, group, experts, 6, ids, weights);
+    case 7: return route8_k(logits, group, experts, 7, ids, weights);
+    case 8: return route8_k(logits, group, experts, 8, ids, weights);
+    default: return route8_k(logits, group, experts, k, ids, weights);
+    }
+}
+
 static void route_portable(const float *logits, int64_t experts, int k, item *best) {
     old_select(best, k, logits, experts);
 }
@@ -590,6 +824,21 @@ int strata_router_topk(const float *logits, int64_t tokens, int64_t experts, int
             int group = tokens - t < 16 ? (int)(tokens - t) : 16;
             __mmask16 left = route16(logits + t * experts, group, experts, k, ids + t * k,
                                      weights + t * k);
+            for (int u = 0; u < group; u++) {
+                if (!(left >> u & 1)) continue;
+                item best[ROUTER_FAST_MAX_K];
+                route_portable(logits + (t + u) * experts, experts, k, best);
+                softmax_weights(best, k, ids + (t + u) * k, weights + (t + u) * k);
+            }
+        }
+        return STRATA_OK;
+    }
+    if (variant == STRATA_ROUTER_FAST && k <= ROUTER_FAST_MAX_K && detect_isa() >= ISA_AVX2) {
+#pragma omp parallel for schedule(static) if (tokens >= ROUTER_PARALLEL_FROM)
+        for (int64_t t = 0; t < tokens; t += 8) {
+            int group = tokens - t < 8 ? (int)(tokens - t) : 8;
+            unsigned left = route8(logits + t * experts, group, experts, k, ids + t * k,
+                                   weights + t * k);
             for (int u = 0; u < group; u++) {
                 if (!(left >> u & 1)) continue;
                 item best[ROUTER_FAST_MAX_K];

@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..hookspec import hookimpl
-from ..kernels import router_choice, topk_choices
+from ..kernels import router_choice
 from ..records import Claim, Device, KernelChoice, RunContext, Workload
 from ..switches import Switch
 from .platform import cpu_name, kernel_isa
+from .topk_bands import host_topk_choices
 
 strata_api_version = 1
 
@@ -17,8 +18,8 @@ HOST_TARGET = "host"
 SWITCHES = (
     Switch(
         "STRATA_HOST_ISA",
-        ("baseline", "avx2", "avxvnni"),
-        "run the host kernels with a lower instruction set than the CPU has",
+        ("baseline", "avx2", "avxvnni", "avx512vnni"),
+        "run the host kernels with this instruction set, up to the best the CPU has",
         False,
         "the best the CPU has",
         targets=(HOST_TARGET,),
@@ -41,6 +42,16 @@ def host_device() -> Device:
         seen_by=(HOST_TARGET,),
         vendor="cpu",
     )
+
+
+def matvec_reason(asked: str | None, isa: str) -> str:
+    if asked is None:
+        return f"the best of the CPU's instruction sets ({isa})"
+    if asked not in SWITCHES[0].values:
+        return f"STRATA_HOST_ISA={asked} names no instruction set; the best the CPU has ({isa})"
+    if asked != isa:
+        return f"STRATA_HOST_ISA={asked}: this CPU lacks it; the best it has ({isa})"
+    return f"STRATA_HOST_ISA={asked}"
 
 
 @hookimpl
@@ -66,20 +77,18 @@ def strata_select_kernels(
 ) -> tuple[KernelChoice, ...]:
     isa = kernel_isa(switches.get("STRATA_HOST_ISA"))
     router = router_choice(switches)
-    if router.variant == "fast" and isa != "avx512vnni":
+    if router.variant == "fast" and isa == "baseline":
         router = KernelChoice(
-            "router_topk", "portable", f"the fast router needs AVX-512; the kernels run {isa}"
+            "router_topk", "portable", "the fast router needs AVX2; the kernels run baseline"
         )
     return (
         KernelChoice(
             "matvec_q8_0",
             isa,
-            f"the best of the CPU's instruction sets ({isa})"
-            if switches.get("STRATA_HOST_ISA") is None
-            else f"STRATA_HOST_ISA={switches['STRATA_HOST_ISA']}",
+            matvec_reason(switches.get("STRATA_HOST_ISA"), isa),
         ),
         router,
-        *topk_choices(switches, workload.context_cells),
+        *host_topk_choices(switches, isa, workload.context_cells, workload.cells_kept),
         KernelChoice(
             "prompt_gemm",
             "blas",

@@ -1,0 +1,78 @@
+"""The host backend's own top-k bands: from which k and how many cells its wide kernel beats
+its heap (register) kernel, per instruction set, as bench/host_topk_bands.py measured them.
+The page's bands (kernels.topk_choice) are what the engine's GPU kernels run; the host's are
+its own."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+
+from ..kernels import TOPK_OPS, WIDE_FROM_CELLS_ON_A_PROMPT_READ, WIDE_PAST_CELLS
+from ..records import KernelChoice
+
+
+@attrs.frozen
+class HostTopkBand:
+    """On ``isa`` the wide kernel runs from ``wide_from_k`` kept cells and ``wide_from_cells``
+    cells (below that the heap kernel); ``measured`` says where the edges were measured."""
+
+    isa: str
+    wide_from_k: int
+    wide_from_cells: int
+    measured: str
+
+
+#: The vector scans make the wide kernel's two passes cheaper than the heap's inserts at every
+#: measured size; in portable code the heap's one pass wins until k is large.
+HOST_TOPK_BANDS = {
+    band.isa: band
+    for band in (
+        HostTopkBand("baseline", 1024, 16384, "AMD EPYC Zen 3, 2 threads"),
+        HostTopkBand("avx2", 1, 4096, "AMD EPYC Zen 3, 2 threads"),
+        # the AVX-VNNI variant runs the AVX2 top-k code
+        HostTopkBand("avxvnni", 1, 4096, "AMD EPYC Zen 3, 2 threads (the AVX2 code)"),
+        HostTopkBand("avx512vnni", 1, 4096, "AMD EPYC Zen 3, 2 threads (the AVX2 edges)"),
+    )
+}
+
+
+def host_topk_choice(
+    switches: Mapping[str, str | None], isa: str, cells: int, kept: int, prompt_read: bool
+) -> KernelChoice:
+    """The host's top-k: a switch the user set as the engine reads it, else the host's band."""
+    op = TOPK_OPS[prompt_read]
+    if switches.get("STRATA_TOPK_OLD") == "1":
+        return KernelChoice(op, "old", "STRATA_TOPK_OLD=1 runs the original top-k kernel")
+    if (
+        prompt_read
+        and switches.get("STRATA_TOPK_STREAM") == "0"
+        and WIDE_FROM_CELLS_ON_A_PROMPT_READ <= cells <= WIDE_PAST_CELLS
+    ):
+        return KernelChoice(
+            op,
+            "heap",
+            f"{cells} cells on a prompt read: STRATA_TOPK_STREAM=0 runs the register kernel in "
+            "the 90K-135K band",
+        )
+    band = HOST_TOPK_BANDS[isa]
+    wide = kept >= band.wide_from_k and cells >= band.wide_from_cells
+    edge = f"the wide kernel from {band.wide_from_cells} cells" + (
+        f" and k {band.wide_from_k}" if band.wide_from_k > 1 else ""
+    )
+    return KernelChoice(
+        op,
+        "wide" if wide else "heap",
+        f"{cells} cells, k {kept}: the host's own band on {isa} is {edge} "
+        f"(measured on {band.measured}; the page's bands are the GPU's)",
+    )
+
+
+def host_topk_choices(
+    switches: Mapping[str, str | None], isa: str, cells: int, kept: int
+) -> tuple[KernelChoice, ...]:
+    """The host's top-k for a decode step and for a prompt read."""
+    return tuple(
+        host_topk_choice(switches, isa, cells, kept, prompt_read) for prompt_read in TOPK_OPS
+    )
