@@ -20,7 +20,9 @@ Each case runs on the same inputs on every side, the calls alternating round by 
 the results are checked equal before anything is timed: matvec_q8_0 against ggml's mul_mat of
 the same Q8_0 weights by the F32 vector whose Q8_0 quantization is exactly strata's activation;
 top-k against ggml_top_k (as sets of ids, since ggml's order is none); the router against the
-MoE gating llama.cpp builds (soft_max, top_k, get_rows, normalised). Medians are reported.
+MoE gating llama.cpp builds (soft_max, top_k, get_rows, normalised). Medians are reported,
+with the load average: both libraries' threads wait for each other spinning, so on a machine
+whose cores are busy with other work, threaded timings collapse (compare with --threads 1).
 
 Goals (issues 5 and 21): matvec_q8_0 at 85% or more of the measured DRAM read bandwidth on a
 512 MB matrix with every core, and ahead of ggml; topk of 256 and of 1024 out of 524,288 at
@@ -32,6 +34,7 @@ least 2.5x faster than numpy's argpartition and 2x ggml_top_k; router_topk for 5
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -160,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         except NotAGgmlBuild as error:
             print(f"host_kernels: --ggml: {error}", file=sys.stderr)
             return 2
-    print(f"host library {lib.path.name}: {lib.isa}, {threads} threads")
+    print(f"host library {lib.path.name}: {lib.isa}, {threads} threads; {load()}")
     if ggml:
         print(ggml.describe())
     bench = Bench(lib, ggml)
@@ -175,11 +178,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"host_kernels: strata and ggml disagree, not timed: {error}", file=sys.stderr)
         return 1
     bench.prompt_gemm()
+    print(f"at the end: {load()}")
     if ggml:
         print("\n| case | strata | ggml | strata/ggml |\n| --- | --- | --- | --- |")
         for case, ours, theirs in bench.against_ggml:
             print(f"| {case} | {duration(ours)} | {duration(theirs)} | {vs_ggml(ours, theirs)} |")
     return 0
+
+
+def load() -> str:
+    """Threaded timings mean little on a machine whose other work wants its cores: say how
+    busy it was."""
+    return f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
 
 
 def duration(seconds: float) -> str:
