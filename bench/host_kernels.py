@@ -10,6 +10,7 @@ what the CPU has), to compare their paths on one machine.
 it; build it yourself, for example (the issue 21 numbers are from commit d99724f):
 
     git clone https://github.com/ggml-org/ggml /tmp/ggml-src
+    git -C /tmp/ggml-src checkout d99724f      # or any later commit
     cmake -S /tmp/ggml-src -B /tmp/ggml-build -DCMAKE_BUILD_TYPE=Release \\
         -DGGML_NATIVE=ON -DGGML_LLAMAFILE=ON -DBUILD_SHARED_LIBS=ON \\
         -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF
@@ -24,11 +25,11 @@ MoE gating llama.cpp builds (soft_max, top_k, get_rows, normalised). Medians are
 with the load average: both libraries' threads wait for each other spinning, so on a machine
 whose cores are busy with other work, threaded timings collapse (compare with --threads 1).
 
-Goals (issues 5 and 21): matvec_q8_0 at 85% or more of the measured DRAM read bandwidth on a
-512 MB matrix with every core, and ahead of ggml; topk of 256 and of 1024 out of 524,288 at
-least 2.5x faster than numpy's argpartition and 2x ggml_top_k; router_topk for 512 tokens,
-128 experts, k=8 at least 10x faster than numpy and 5x ggml's routing; the prompt GEMM within
-10% of numpy's own matmul.
+Goals: matvec_q8_0 at 85% or more of the measured DRAM read bandwidth on a 512 MB matrix with
+every core (issue 5), and ahead of ggml (issue 21); topk of 256 out of 524,288 at least 2.5x
+faster than numpy's argpartition (5), and of 256 and of 1024 at least 2x ggml_top_k (21);
+router_topk for 512 tokens, 128 experts, k=8 at least 10x faster than numpy (5) and 5x ggml's
+routing (21); the prompt GEMM within 10% of numpy's own matmul (5).
 """
 
 from __future__ import annotations
@@ -239,7 +240,7 @@ class Bench:
         calls = {"read": lambda: self.lib.read_bytes(buffer), **self.matvec_calls(rows, cols)}
         times = self.compare(f"matvec_q8_0 {rows}x{cols}", calls, 15)
         dram = buffer.nbytes / times["read"] / 1e9
-        print(f"DRAM read (1 GiB, all threads): {dram:.1f} GB/s")
+        print(f"DRAM read (1 GiB): {dram:.1f} GB/s")
         bytes_read = rows * cols + rows * cols // BLOCK * 2
         rate = bytes_read / times["strata"] / 1e9
         print(
