@@ -190,7 +190,9 @@ def main(argv: list[str] | None = None) -> int:
 def load() -> str:
     """Threaded timings mean little on a machine whose other work wants its cores: say how
     busy it was."""
-    return f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    busy, cores = os.getloadavg()[0], os.cpu_count() or 1
+    warning = " (busy: threaded timings are not meaningful)" if busy >= cores else ""
+    return f"load average {busy:.1f} on {cores} cores{warning}"
 
 
 def duration(seconds: float) -> str:
