@@ -21,7 +21,6 @@ LIBRARIES = ("libggml-base.so", "libggml-cpu.so", "libggml.so")
 SUBFOLDERS = (".", "src", "bin", "lib")
 
 CDEF = """
-typedef uint16_t ggml_fp16_t;
 enum ggml_type { GGML_TYPE_F32 = 0, GGML_TYPE_Q8_0 = 8, GGML_TYPE_I32 = 26 };
 enum ggml_status {
     GGML_STATUS_ALLOC_FAILED = -2, GGML_STATUS_FAILED = -1,
@@ -48,11 +47,7 @@ const char * ggml_version(void);
 const char * ggml_commit(void);
 struct ggml_context * ggml_init(struct ggml_init_params params);
 void ggml_free(struct ggml_context * ctx);
-size_t ggml_tensor_overhead(void);
 size_t ggml_graph_overhead(void);
-size_t ggml_row_size(enum ggml_type type, int64_t ne);
-struct ggml_tensor * ggml_new_tensor_1d(struct ggml_context * ctx, enum ggml_type type,
-                                        int64_t ne0);
 struct ggml_tensor * ggml_new_tensor_2d(struct ggml_context * ctx, enum ggml_type type,
                                         int64_t ne0, int64_t ne1);
 void * ggml_get_data(const struct ggml_tensor * tensor);
@@ -147,7 +142,7 @@ class Ggml:
         commit = ffi.string(lib.ggml_commit()).decode()
         return (
             f"ggml {version} ({commit}) from {self.libraries[-1].parent}: "
-            f"{' '.join(features) or 'no SIMD'}, {self.threads} threads"
+            f"{' '.join(features) or 'no SIMD'}"
         )
 
     def graph(self, input_bytes: int) -> Graph:

@@ -81,6 +81,8 @@ def side_by_side(calls: Calls, repeats: int) -> dict[str, float]:
 
 def vs_ggml(ours: float, ggml: float) -> str:
     ratio = ours / ggml
+    if f"{ratio:.2f}" == "1.00":
+        return "strata/ggml 1.00, even"
     faster = f"{1 / ratio:.2f}x faster" if ratio < 1 else f"{ratio:.2f}x slower"
     return f"strata/ggml {ratio:.2f}, {faster}"
 
@@ -164,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         except NotAGgmlBuild as error:
             print(f"host_kernels: --ggml: {error}", file=sys.stderr)
             return 2
-    print(f"host library {lib.path.name}: {lib.isa}, {threads} threads; {load()}")
+    print(f"host library {lib.path.name}: {lib.isa}, {threads_named(threads)}; {load()}")
     if ggml:
         print(ggml.describe())
     bench = Bench(lib, ggml)
@@ -185,6 +187,10 @@ def main(argv: list[str] | None = None) -> int:
         for case, ours, theirs in bench.against_ggml:
             print(f"| {case} | {duration(ours)} | {duration(theirs)} | {vs_ggml(ours, theirs)} |")
     return 0
+
+
+def threads_named(threads: int) -> str:
+    return f"{threads} thread" + ("" if threads == 1 else "s")
 
 
 def load() -> str:
