@@ -131,7 +131,7 @@ def check_router(ours: tuple[np.ndarray, np.ndarray], theirs: tuple[np.ndarray, 
     other = np.take_along_axis(their_weights, their_order, 1)
     if not np.allclose(mine, other, rtol=ROUTER_WEIGHTS_CLOSE, atol=0):
         raise Disagree(f"weights differ by up to {np.abs(mine - other).max():.3g}")
-    return "same experts per token, weights equal per expert within rtol 1e-5"
+    return f"same experts per token, weights equal per expert within rtol {ROUTER_WEIGHTS_CLOSE:g}"
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
