@@ -43,7 +43,7 @@ def test_no_gpu_runs_the_host_workload_and_checks_every_result(env, tmp_path):
     assert kernels["topk"]["calls"] == kernels["topk"]["checked"] == 3
     assert kernels["topk_prompt"]["calls"] == kernels["topk_prompt"]["checked"] == 2
     assert kernels["prompt_gemm"]["checked"] == 2
-    assert kernels["topk"]["variant"] == "heap"
+    assert kernels["topk"]["variant"] == "register"
     assert all(k["median_ms"] > 0 and k["throughput"] > 0 for k in kernels.values())
     assert answer["read_bandwidth_gbs"] > 0
 
@@ -114,7 +114,7 @@ def test_a_wrong_kernel_result_stops_the_run(monkeypatch):
         for op, variant in (
             ("matvec_q8_0", "avx2"),
             ("router_topk", "fast"),
-            ("topk", "heap"),
+            ("topk", "register"),
             ("topk_prompt", "wide"),
             ("prompt_gemm", "blas"),
         )
