@@ -126,8 +126,12 @@ DEVICE bool ranks_before(unsigned key, int id, unsigned other_key, int other_id)
 }
 
 // ---------------------------------------------------------------------------------------
-// matvec_q8_0: one logical warp per MATVEC_ROWS rows, so that each activation load serves
-// both; lane l takes Q8_0 blocks l, l + 32, ... (two 16-byte loads a block and row).
+// matvec_q8_0: each logical warp takes MATVEC_ROWS rows, so that each activation load serves
+// both, over a slice of their Q8_0 blocks. With few rows the launcher splits the blocks among
+// the `split` warps of a workgroup that share the rows (split = the grid's warps over the row
+// pairs, down to 1, 2, 4 or 8), which keeps more reads in flight; slice s of a split takes blocks
+// 32 s + lane, then on by 32 split, and the slices' sums meet in LDS. Two 16-byte loads a
+// block and row.
 
 #define MATVEC_ROWS 2
 typedef int int4v __attribute__((ext_vector_type(4)));
@@ -140,17 +144,27 @@ DEVICE float q8_scale(const _Float16 *d, const float *xd, int64_t b) {
   return (float)d[b] * xd[b];
 }
 
+SHARED float matvec_sums[WARPS_PER_BLOCK][MATVEC_ROWS];
+
 KERNEL void strata_matvec_q8_0(const int8_t *qs, const _Float16 *d, const int8_t *xq,
                                const float *xd, float *y, int64_t rows, int64_t cols) {
-  int64_t first = ((int64_t)block_id() * WARPS_PER_BLOCK + thread_id() / WARP) * MATVEC_ROWS;
-  if (first >= rows) return;
+  int64_t pairs = (rows + MATVEC_ROWS - 1) / MATVEC_ROWS;
+  int64_t split = (int64_t)grid_size() * WARPS_PER_BLOCK / pairs;
+  split = split < 1 ? 1 : split > WARPS_PER_BLOCK ? WARPS_PER_BLOCK : split;
+  while (split & (split - 1)) split &= split - 1;  // a power of two: its warps share a block
+  unsigned warp = thread_id() / WARP;
+  int64_t slice = warp % split;
+  int64_t first = ((int64_t)block_id() * WARPS_PER_BLOCK + warp) / split * MATVEC_ROWS;
+  bool live = first < rows;
+  first = live ? first : 0;
   int64_t second = first + 1 < rows ? first + 1 : first;  // an odd last row is done twice
   int64_t blocks = cols / STRATA_Q8_BLOCK;
   const int4v *w0 = (const int4v *)(qs + first * cols);
   const int4v *w1 = (const int4v *)(qs + second * cols);
   const int4v *activations = (const int4v *)xq;
   float sum0 = 0.0f, sum1 = 0.0f;
-  for (int64_t b = warp_lane(); b < blocks; b += WARP) {
+#pragma unroll 4
+  for (int64_t b = slice * WARP + warp_lane(); live && b < blocks; b += WARP * split) {
     int4v a0 = activations[2 * b], a1 = activations[2 * b + 1];
     int dot0 = dot16(w0[2 * b + 1], a1, dot16(w0[2 * b], a0, 0));
     int dot1 = dot16(w1[2 * b + 1], a1, dot16(w1[2 * b], a0, 0));
@@ -161,7 +175,19 @@ KERNEL void strata_matvec_q8_0(const int8_t *qs, const _Float16 *d, const int8_t
     sum0 += warp_xor(sum0, mask);
     sum1 += warp_xor(sum1, mask);
   }
-  if (warp_lane() == 0) {
+  if (split > 1) {
+    if (warp_lane() == 0) {
+      matvec_sums[warp][0] = sum0;
+      matvec_sums[warp][1] = sum1;
+    }
+    sync_block();
+    sum0 = sum1 = 0.0f;
+    for (int64_t s = 0; s < split; ++s) {
+      sum0 += matvec_sums[warp - slice + s][0];
+      sum1 += matvec_sums[warp - slice + s][1];
+    }
+  }
+  if (live && slice == 0 && warp_lane() == 0) {
     y[first] = sum0;
     y[second] = sum1;
   }
@@ -335,13 +361,14 @@ typedef unsigned long long topk_item;
 #define TOPK_BINS 256
 #define TOPK_BINS_PER_LANE (TOPK_BINS / WARP)
 #define TOPK_PIECES 16
+#define TOPK_LOADS 8
 #define TOPK_FILTER_CELLS (STRATA_BLOCK * 32)
 #define TOPK_REFERENCE 0xffffffffu
 #define TOPK_CANDIDATES(k) (16 * (int64_t)(k) + 4096)
 
 SHARED unsigned topk_histogram[TOPK_BINS];
 SHARED topk_item topk_prefix, topk_mask;
-SHARED unsigned topk_needed, topk_done, topk_count;
+SHARED unsigned topk_needed, topk_done, topk_count, topk_base;
 SHARED topk_item topk_picks[STRATA_TOPK_MAX_K];
 
 DEVICE topk_item topk_item_of(float score, int64_t id) {
@@ -397,23 +424,32 @@ DEVICE topk_item topk_item_at(const TopkItems &items, int64_t i) {
   }
 }
 
-// The workgroup's radix select of the k-th of count items: afterwards exactly k items have
-// (item & topk_mask) >= topk_prefix.
-DEVICE void topk_select(const TopkItems &items, int64_t count, int k) {
+// The workgroup's radix select of the k-th of count items, down to bit last: afterwards
+// exactly k items have (item & topk_mask) >= topk_prefix (with last 0; with last 32, at least
+// k items have a key at or above topk_prefix >> 32).
+DEVICE void topk_select(const TopkItems &items, int64_t count, int k, int last = 0) {
   unsigned t = thread_id();
   if (t == 0) {
     topk_prefix = topk_mask = 0;
     topk_needed = (unsigned)k;
     topk_done = 0;
   }
-  for (int shift = 56; shift >= 0; shift -= 8) {
+  for (int shift = 56; shift >= last; shift -= 8) {
     for (unsigned b = t; b < TOPK_BINS; b += STRATA_BLOCK) topk_histogram[b] = 0;
     sync_block();
     topk_item prefix = topk_prefix, mask = topk_mask;
-    for (int64_t i = t; i < count; i += STRATA_BLOCK) {
-      topk_item x = topk_item_at(items, i);
-      if ((x & mask) == prefix)
-        __atomic_fetch_add(&topk_histogram[(x >> shift) & 0xff], 1u, __ATOMIC_RELAXED);
+    // TOPK_LOADS items a thread read before any is counted, so that their loads overlap.
+    for (int64_t i = t; i < count; i += TOPK_LOADS * STRATA_BLOCK) {
+      topk_item x[TOPK_LOADS];
+#pragma unroll
+      for (int u = 0; u < TOPK_LOADS; ++u) {
+        int64_t at = i + (int64_t)u * STRATA_BLOCK;
+        x[u] = at < count ? topk_item_at(items, at) : 0;
+      }
+#pragma unroll
+      for (int u = 0; u < TOPK_LOADS; ++u)
+        if (i + (int64_t)u * STRATA_BLOCK < count && (x[u] & mask) == prefix)
+          __atomic_fetch_add(&topk_histogram[(x[u] >> shift) & 0xff], 1u, __ATOMIC_RELAXED);
     }
     sync_block();
     if (t < WARP) topk_pick_digit(shift);
@@ -460,25 +496,40 @@ DEVICE void topk_write(const TopkItems &items, int64_t count, int k, const float
   }
 }
 
-// Stage 1: the cells of one chunk at or above the row's key, all loads in flight first.
+// Stage 1: the cells of one chunk at or above the row's key, all loads in flight first. They
+// gather in LDS and take their places in the row's candidates with one global atomic a
+// workgroup; a chunk with more than LDS holds counts as more than the scratch holds.
 DEVICE void topk_filter(const float *row, int64_t from, int64_t n, unsigned threshold,
                         unsigned *count, topk_item *candidates, int64_t capacity) {
   float cells[TOPK_FILTER_CELLS / STRATA_BLOCK];
-  int64_t first = from + thread_id();
+  unsigned t = thread_id();
+  int64_t first = from + t;
   bool whole = from + TOPK_FILTER_CELLS <= n;
+  if (t == 0) topk_count = 0;
 #pragma unroll
   for (int j = 0; j < TOPK_FILTER_CELLS / STRATA_BLOCK; ++j) {
     int64_t i = first + (int64_t)j * STRATA_BLOCK;
     cells[j] = whole || i < n ? row[i] : 0.0f;
   }
+  sync_block();
 #pragma unroll
   for (int j = 0; j < TOPK_FILTER_CELLS / STRATA_BLOCK; ++j) {
     int64_t i = first + (int64_t)j * STRATA_BLOCK;
     if ((whole || i < n) && order_key(cells[j]) >= threshold) {
-      unsigned at = __atomic_fetch_add(count, 1u, __ATOMIC_RELAXED);
-      if (at < capacity) candidates[at] = topk_item_of(cells[j], i);
+      unsigned at = __atomic_fetch_add(&topk_count, 1u, __ATOMIC_RELAXED);
+      if (at < STRATA_TOPK_MAX_K) topk_picks[at] = topk_item_of(cells[j], i);
     }
   }
+  sync_block();
+  unsigned found = topk_count;
+  if (t == 0) {
+    unsigned taken = found <= STRATA_TOPK_MAX_K ? found : (unsigned)capacity + 1;
+    topk_base = found ? __atomic_fetch_add(count, taken, __ATOMIC_RELAXED) : 0;
+  }
+  sync_block();
+  int64_t base = topk_base;
+  for (unsigned i = t; i < found && i < STRATA_TOPK_MAX_K; i += STRATA_BLOCK)
+    if (base + i < capacity) candidates[base + i] = topk_picks[i];
 }
 
 KERNEL void strata_topk(const float *scores, int64_t queries, int64_t n, int64_t stride, int k,
@@ -506,7 +557,7 @@ KERNEL void strata_topk(const float *scores, int64_t queries, int64_t n, int64_t
       if (thread_id() == 0) words[2 * q + 1] = TOPK_REFERENCE;
       return;
     }
-    topk_select({TOPK_FROM_SAMPLE, row, nullptr, n / pieces}, sample, (int)rank);
+    topk_select({TOPK_FROM_SAMPLE, row, nullptr, n / pieces}, sample, (int)rank, 32);
     if (thread_id() == 0) {
       words[2 * q] = (unsigned)(topk_prefix >> 32);
       words[2 * q + 1] = 0;
