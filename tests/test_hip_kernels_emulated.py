@@ -11,7 +11,7 @@ import cffi
 import numpy as np
 import pytest
 
-from strata_core.hip.library import matvec_grid, topk_launches, topk_scratch_bytes
+from strata_core.hip.library import topk_launches, topk_scratch_bytes
 from strata_core.host import q8, reference
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,36 +51,20 @@ def _blocks(items, per_block):
     return -(-items // per_block)
 
 
-@pytest.mark.parametrize(
-    ("rows", "cols", "split"),
-    [(100, 352, 1), (9, 1280, 1), (1, 32, 1), (33, 2048, 2), (41, 4096, 4), (9, 8192, 8),
-     (9, 1280, 3), (7, 4096, 8)],
-)  # fmt: skip
-def test_matvec_q8_0(emu, rows, cols, split):
-    """Each row as the reference computes it, with the blocks split among `split` warps (the
-    grid's warps over the row pairs; 3 runs as 2)."""
+@pytest.mark.parametrize(("rows", "cols"), [(100, 352), (9, 1280), (1, 32)])
+def test_matvec_q8_0(emu, rows, cols):
     ffi, lib = emu
     rng = np.random.default_rng(rows)
     qs, d = q8.quantize_rows(rng.standard_normal((rows, cols), dtype=np.float32))
     xq, xd = q8.quantize_vector(rng.standard_normal(cols, dtype=np.float32))
     y = np.full(rows, np.nan, dtype=np.float32)
     lib.emu_matvec_q8_0(
-        _blocks(_blocks(rows, MATVEC_ROWS) * split, WARPS), _ptr(ffi, "int8_t[]", qs),
+        _blocks(rows, WARPS * MATVEC_ROWS), _ptr(ffi, "int8_t[]", qs),
         _ptr(ffi, "uint16_t[]", d.view(np.uint16)), _ptr(ffi, "int8_t[]", xq),
         _ptr(ffi, "float[]", xd), _ptr(ffi, "float[]", y), rows, cols,
     )  # fmt: skip
     want = reference.matvec_q8_0(qs, d, xq, xd)
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
-
-
-@pytest.mark.parametrize(
-    ("rows", "cols", "split"),
-    [(4096, 4096, 4), (14336, 4096, 2), (4096, 14336, 4), (16384, 32768, 1), (151936, 4096, 1),
-     (40, 4096, 4), (1, 32, 1)],
-)  # fmt: skip
-def test_matvec_grid_splits_few_rows(rows, cols, split):
-    """A decode step's shapes split their blocks among warps; large ones keep a warp a pair."""
-    assert matvec_grid(rows, cols) == _blocks(_blocks(rows, MATVEC_ROWS) * split, WARPS)
 
 
 def _logits(rng, tokens, experts, kind):

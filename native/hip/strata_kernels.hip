@@ -126,12 +126,8 @@ DEVICE bool ranks_before(unsigned key, int id, unsigned other_key, int other_id)
 }
 
 // ---------------------------------------------------------------------------------------
-// matvec_q8_0: each logical warp takes MATVEC_ROWS rows, so that each activation load serves
-// both, over a slice of their Q8_0 blocks. With few rows the launcher splits the blocks among
-// the `split` warps of a workgroup that share the rows (split = the grid's warps over the row
-// pairs, down to 1, 2, 4 or 8), which keeps more reads in flight; slice s of a split takes blocks
-// 32 s + lane, then on by 32 split, and the slices' sums meet in LDS. Two 16-byte loads a
-// block and row.
+// matvec_q8_0: one logical warp per MATVEC_ROWS rows, so that each activation load serves
+// both; lane l takes Q8_0 blocks l, l + 32, ... (two 16-byte loads a block and row).
 
 #define MATVEC_ROWS 2
 typedef int int4v __attribute__((ext_vector_type(4)));
@@ -144,27 +140,17 @@ DEVICE float q8_scale(const _Float16 *d, const float *xd, int64_t b) {
   return (float)d[b] * xd[b];
 }
 
-SHARED float matvec_sums[WARPS_PER_BLOCK][MATVEC_ROWS];
-
 KERNEL void strata_matvec_q8_0(const int8_t *qs, const _Float16 *d, const int8_t *xq,
                                const float *xd, float *y, int64_t rows, int64_t cols) {
-  int64_t pairs = (rows + MATVEC_ROWS - 1) / MATVEC_ROWS;
-  int64_t split = (int64_t)grid_size() * WARPS_PER_BLOCK / pairs;
-  split = split < 1 ? 1 : split > WARPS_PER_BLOCK ? WARPS_PER_BLOCK : split;
-  while (split & (split - 1)) split &= split - 1;  // a power of two: its warps share a block
-  unsigned warp = thread_id() / WARP;
-  int64_t slice = warp % split;
-  int64_t first = ((int64_t)block_id() * WARPS_PER_BLOCK + warp) / split * MATVEC_ROWS;
-  bool live = first < rows;
-  first = live ? first : 0;
+  int64_t first = ((int64_t)block_id() * WARPS_PER_BLOCK + thread_id() / WARP) * MATVEC_ROWS;
+  if (first >= rows) return;
   int64_t second = first + 1 < rows ? first + 1 : first;  // an odd last row is done twice
   int64_t blocks = cols / STRATA_Q8_BLOCK;
   const int4v *w0 = (const int4v *)(qs + first * cols);
   const int4v *w1 = (const int4v *)(qs + second * cols);
   const int4v *activations = (const int4v *)xq;
   float sum0 = 0.0f, sum1 = 0.0f;
-#pragma unroll 4
-  for (int64_t b = slice * WARP + warp_lane(); live && b < blocks; b += WARP * split) {
+  for (int64_t b = warp_lane(); b < blocks; b += WARP) {
     int4v a0 = activations[2 * b], a1 = activations[2 * b + 1];
     int dot0 = dot16(w0[2 * b + 1], a1, dot16(w0[2 * b], a0, 0));
     int dot1 = dot16(w1[2 * b + 1], a1, dot16(w1[2 * b], a0, 0));
@@ -175,19 +161,7 @@ KERNEL void strata_matvec_q8_0(const int8_t *qs, const _Float16 *d, const int8_t
     sum0 += warp_xor(sum0, mask);
     sum1 += warp_xor(sum1, mask);
   }
-  if (split > 1) {
-    if (warp_lane() == 0) {
-      matvec_sums[warp][0] = sum0;
-      matvec_sums[warp][1] = sum1;
-    }
-    sync_block();
-    sum0 = sum1 = 0.0f;
-    for (int64_t s = 0; s < split; ++s) {
-      sum0 += matvec_sums[warp - slice + s][0];
-      sum1 += matvec_sums[warp - slice + s][1];
-    }
-  }
-  if (live && slice == 0 && warp_lane() == 0) {
+  if (warp_lane() == 0) {
     y[first] = sum0;
     y[second] = sum1;
   }

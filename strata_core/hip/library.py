@@ -28,11 +28,8 @@ TOPK_MAX_K = kernel_abi.integer_const("STRATA_TOPK_MAX_K")
 BLOCK = 256
 WARPS_PER_BLOCK = BLOCK // 32
 TILE = 16
-#: rows of matvec_q8_0 a logical warp computes (MATVEC_ROWS of the source); the workgroups
-#: under which the launcher splits the rows' blocks among warps, and the shortest slice
+#: rows of matvec_q8_0 a logical warp computes (MATVEC_ROWS of the source)
 MATVEC_ROWS = 2
-MATVEC_FULL_GRID = 1024
-MATVEC_MIN_SLICE = 32
 #: cells a workgroup of the wide top-k's filter stage takes (TOPK_FILTER_CELLS of the source)
 TOPK_FILTER_CELLS = BLOCK * 32
 #: the read kernel's grid: enough blocks to fill any card, each thread several 16-byte words
@@ -143,21 +140,6 @@ def topk_scratch_bytes(queries: int, k: int) -> int:
     """The wide kernel's scratch: two words a row, then each row's candidates (64-bit items,
     TOPK_CANDIDATES of the source)."""
     return queries * 8 * (1 + 16 * k + 4096)
-
-
-def matvec_grid(rows: int, cols: int) -> int:
-    """Workgroups of matvec_q8_0: a logical warp for each MATVEC_ROWS rows, and with few rows
-    (under MATVEC_FULL_GRID workgroups) up to WARPS_PER_BLOCK warps sharing them, each slice
-    of the split at least MATVEC_MIN_SLICE Q8_0 blocks long."""
-    pairs = -(-rows // MATVEC_ROWS)
-    split = 1
-    while (
-        split < WARPS_PER_BLOCK
-        and _blocks(pairs * split, WARPS_PER_BLOCK) < MATVEC_FULL_GRID
-        and cols // 32 // (split * 2) >= MATVEC_MIN_SLICE
-    ):
-        split *= 2
-    return _blocks(pairs * split, WARPS_PER_BLOCK)
 
 
 def _blocks(items: int, per_block: int) -> int:
@@ -290,7 +272,7 @@ class GpuKernels:
             "xq": np.ascontiguousarray(xq, np.int8),
             "xd": np.ascontiguousarray(xd, np.float32),
         }
-        self._run("matvec_q8_0", matvec_grid(rows, cols), inputs, {"y": y},
+        self._run("matvec_q8_0", _blocks(rows, WARPS_PER_BLOCK * MATVEC_ROWS), inputs, {"y": y},
                   {"rows": rows, "cols": cols})  # fmt: skip
         return y
 
