@@ -2,10 +2,11 @@
 median time over event-timed repeats on inputs uploaded once, with the queue held by a long
 kernel before each timed call so that the events time the GPU and not the host's launch
 latency (PyTorch's calls are held the same way), and a launch that does nothing timed so,
-the floor of any call; matvec_q8_0 (544 MiB, several times the L2)
+the floor of any call; matvec_q8_0 on a decode step's shapes and large ones
 against the card's read bandwidth (the library's read kernel, and beside it a device-to-device
-copy through PyTorch counting the bytes read), top-k against torch.topk, the router against
-torch.topk + softmax. Every result is checked against the host backend first.
+copy through PyTorch counting the bytes read), top-k (256 queries and one, the wide kernel)
+against torch.topk and the read, the router against torch.topk + softmax. Every result is
+checked against the host backend first.
 
     python bench/gpu_kernels.py [--repeats N]
 
@@ -31,6 +32,13 @@ GB = 1e9
 #: about a millisecond for PyTorch's
 HOLD_BYTES = 1 << 30
 HOLD_CYCLES = 2_000_000
+#: a decode step's shapes (rows x cols) and the large ones
+MATVEC_SHAPES = ((4096, 4096), (14336, 4096), (4096, 14336), (16384, 32768), (151936, 4096))
+#: (queries, cells, k): the page's 256-query selection (AMD_HIP.md, History) and one query
+TOPK_SHAPES = (
+    (256, 524_288, 256), (256, 524_288, 2048), (256, 98_304, 256), (256, 262_144, 256),
+    (1, 524_288, 256), (1, 524_288, 1024), (1, 131_072, 256),
+)  # fmt: skip
 
 
 def torch_ms(call, repeats: int, hold: bool = True) -> float:
@@ -62,15 +70,39 @@ def device_copy(repeats: int) -> tuple[float, float]:
     return ms, buffer.numel() / (ms / 1e3) / GB
 
 
-def topk_row(kernels: GpuKernels, scores: np.ndarray, k: int, repeats: int) -> tuple:
-    (ids, _), ms = ours_ms(kernels, lambda: kernels.topk(scores, k, "radix"))
-    assert np.array_equal(ids, reference.topk(scores, k)[0]), f"topk {k} differs"
+def topk_row(
+    kernels: GpuKernels, host: HostLibrary, scores: np.ndarray, k: int, repeats: int, read_gbs
+) -> tuple:
+    """Our top-k of every row against the host library's ids and torch.topk on the same
+    tensor; GB/s over the scores read once."""
+    (ids, _), ms = ours_ms(kernels, lambda: kernels.topk(scores, k, "wide"))
+    assert np.array_equal(ids, host.topk(scores, k, "register")[0]), f"topk {k} differs"
     on_card = torch.from_numpy(scores).cuda()
     theirs = torch_ms(lambda: torch.topk(on_card, k), repeats)
+    del on_card
+    gbs = scores.nbytes / (ms / 1e3) / GB
+    queries = f"{scores.shape[0]} x " if scores.ndim == 2 else ""
     return (
-        f"topk {k} of {scores.size}",
+        f"topk {k} of {queries}{scores.shape[-1]}",
         f"{ms:.3f} ms",
+        f"{gbs:,.0f} GB/s = {gbs / read_gbs:.0%} of read; "
         f"torch.topk {theirs:.3f} ms: {theirs / ms:.2f}x",
+    )
+
+
+def matvec_row(kernels: GpuKernels, host: HostLibrary, rng, rows: int, cols: int, read_gbs):
+    w = rng.standard_normal((rows, cols), dtype=np.float32)
+    qs, d = q8.quantize_rows(w)
+    del w
+    xq, xd = q8.quantize_vector(rng.standard_normal(cols, dtype=np.float32))
+    y, ms = ours_ms(kernels, lambda: kernels.matvec_q8_0(qs, d, xq, xd))
+    want = host.matvec_q8_0(qs, d, xq, xd)
+    assert np.allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max()), "matvec differs"
+    gbs = (qs.nbytes + d.nbytes) / (ms / 1e3) / GB
+    return (
+        f"matvec_q8_0 {rows}x{cols}",
+        f"{ms:.3f} ms",
+        f"{gbs:,.0f} GB/s = {gbs / read_gbs:.0%} of read",
     )
 
 
@@ -93,24 +125,14 @@ def main() -> None:
     read_gbs = kernels.read_bandwidth(4 << 30, repeats)
     rows.append(("read kernel 4 GiB", "", f"{read_gbs:,.0f} GB/s"))
 
-    w = rng.standard_normal((16384, 32768), dtype=np.float32)
-    qs, d = q8.quantize_rows(w)
-    del w
-    xq, xd = q8.quantize_vector(rng.standard_normal(32768, dtype=np.float32))
-    y, ms = ours_ms(kernels, lambda: kernels.matvec_q8_0(qs, d, xq, xd))
-    want = host.matvec_q8_0(qs, d, xq, xd)
-    assert np.allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max()), "matvec differs"
-    gbs = (qs.nbytes + d.nbytes) / (ms / 1e3) / GB
-    rows.append(
-        (
-            "matvec_q8_0 16384x32768",
-            f"{ms:.3f} ms",
-            f"{gbs:,.0f} GB/s = {gbs / read_gbs:.0%} of read",
-        )
-    )
+    for rows_, cols in MATVEC_SHAPES:
+        rows.append(matvec_row(kernels, host, rng, rows_, cols, read_gbs))
 
-    for k in (256, 1024):
-        rows.append(topk_row(kernels, rng.standard_normal(524_288, dtype=np.float32), k, repeats))
+    for queries, n, k in TOPK_SHAPES:
+        shape = (queries, n) if queries > 1 else (n,)
+        scores = rng.standard_normal(shape, dtype=np.float32)
+        rows.append(topk_row(kernels, host, scores, k, repeats, read_gbs))
+        del scores
 
     logits = rng.standard_normal((512, 128), dtype=np.float32)
     (ids, weights), ms = ours_ms(kernels, lambda: kernels.router_topk(logits, 8, "fast"))

@@ -1,5 +1,5 @@
-"""Where the host's wide top-k overtakes its heap (register) kernel: the band edges the host
-library's automatic choice uses (native/host/strata_host.c, HOST_TOPK_BANDS), measured on this
+"""Where the host's wide top-k overtakes its register kernel (a heap): the band edges of the
+host backend's own choice (strata_core/host/topk_bands.py, HOST_TOPK_BANDS), measured on this
 CPU for every instruction set it has, not borrowed from the GPU's bands on the page.
 
 Run: uv run python bench/host_topk_bands.py [--isa NAME] [--threads N]
@@ -37,7 +37,7 @@ def alternating(first, second, seconds: float = 0.3) -> tuple[float, float]:
 
 def edges(lib: HostLibrary) -> None:
     rng = np.random.default_rng(0)
-    print(f"{lib.isa}: heap ms / wide ms at each n; the wide kernel from the edge on")
+    print(f"{lib.isa}: register ms / wide ms at each n; the wide kernel from the edge on")
     print("     k  " + " ".join(f"{n:>13}" for n in CELLS) + "   edge")
     for k in KEPT:
         cells, wins = [], []
@@ -45,12 +45,12 @@ def edges(lib: HostLibrary) -> None:
             if k > n:
                 continue
             scores = rng.standard_normal(n, dtype=np.float32)
-            heap, wide = alternating(
-                lambda s=scores, k=k: lib.topk(s, k, "heap"),
+            register, wide = alternating(
+                lambda s=scores, k=k: lib.topk(s, k, "register"),
                 lambda s=scores, k=k: lib.topk(s, k, "wide"),
             )
-            cells.append(f"{heap * 1e3:6.3f}/{wide * 1e3:6.3f}")
-            wins.append((n, wide < heap))
+            cells.append(f"{register * 1e3:6.3f}/{wide * 1e3:6.3f}")
+            wins.append((n, wide < register))
         edge = next(
             (n for i, (n, _) in enumerate(wins) if all(w for _, w in wins[i:])), None
         )

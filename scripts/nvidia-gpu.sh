@@ -12,6 +12,8 @@
 #                                   cuBLASLt refuses; outputs land in $OUT (default:
 #                                   ./nvidia-out). cuBLASLt: STRATA_CUBLASLT_LIBRARY, else
 #                                   PyTorch's copy, else the loader's.
+#   scripts/nvidia-gpu.sh kernels   on the GPU machine: the same install, then only
+#                                   bench/gpu_kernels.py and strata-core run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-}" in
@@ -22,7 +24,7 @@ prepare)
         --implementation cp --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
         -d .whl cffi pycparser cattrs pyelftools tomli-w tomlkit structlog msgpack
     ;;
-run)
+run | kernels)
     repo=$(pwd)
     out=$(realpath -m "${OUT:-nvidia-out}")
     mkdir -p "$out"
@@ -35,6 +37,11 @@ run)
     python3 -c 'import sys, numpy, torch; print(sys.version.split()[0], numpy.__version__, torch.__version__)'
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
     strata-core --version
+    if [ "$1" = kernels ]; then
+        python3 "$repo/bench/gpu_kernels.py" | tee "$out/bench.txt"
+        strata-core run | tee "$out/run.txt"
+        exit 0
+    fi
     strata-core plugins 2>&1 | grep -A6 '^cuda' || true
     strata-core devices
     strata-core plan | head -4
@@ -67,7 +74,7 @@ print(sys.argv[2], k["variant"], k["median_ms"], "ms +-", k["spread_ms"], k["che
     STRATA_CUBLASLT_TUNING=$refused STRATA_CUBLASLT_VERBOSE=1 strata-core run
     ;;
 *)
-    echo "usage: $0 prepare|run" >&2
+    echo "usage: $0 prepare|run|kernels" >&2
     exit 2
     ;;
 esac

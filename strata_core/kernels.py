@@ -25,27 +25,32 @@ TOPK_OPS = {False: "topk", True: "topk_prompt"}
 def topk_choice(switches: Mapping[str, str | None], cells: int, prompt_read: bool) -> KernelChoice:
     op = TOPK_OPS[prompt_read]
     if switches.get("STRATA_TOPK_OLD") == "1":
-        return KernelChoice(op, "old", "STRATA_TOPK_OLD=1 runs the original top-k kernel")
+        return KernelChoice(
+            op, "old", "STRATA_TOPK_OLD=1: 'Run the original top-k kernel' (the reference radix)"
+        )
     if cells > WIDE_PAST_CELLS:
         return KernelChoice(
-            op, "wide", f"{cells} cells: past about 135K cells the top-k runs the wide kernel"
+            op,
+            "wide",
+            f"{cells} cells: 'Past about 135K cells ... the top-k selection runs the wide "
+            "kernel ... with the same ids as the reference radix'",
         )
     if prompt_read and cells >= WIDE_FROM_CELLS_ON_A_PROMPT_READ:
         if switches.get("STRATA_TOPK_STREAM") == "0":
             return KernelChoice(
                 op,
-                "heap",
-                f"{cells} cells on a prompt read: STRATA_TOPK_STREAM=0 runs the register "
-                "kernel in the 90K-135K band",
+                "register",
+                f"{cells} cells on a prompt read: STRATA_TOPK_STREAM=0 runs 'the register "
+                "kernel in the 90K-135K band'",
             )
         return KernelChoice(
             op,
             "wide",
-            f"{cells} cells on a prompt read: from about 90K cells on a prompt read the top-k "
-            "runs the wide kernel",
+            f"{cells} cells on a prompt read: '(and from about 90K cells on a prompt read) the "
+            "top-k selection runs the wide kernel'",
         )
     band = "90K" if prompt_read else "135K"
-    return KernelChoice(op, "heap", f"{cells} cells: below {band} the register (heap) kernel")
+    return KernelChoice(op, "register", f"{cells} cells: below {band} the register kernel")
 
 
 def topk_choices(switches: Mapping[str, str | None], cells: int) -> tuple[KernelChoice, ...]:
@@ -54,13 +59,16 @@ def topk_choices(switches: Mapping[str, str | None], cells: int) -> tuple[Kernel
 
 
 def gpu_topk_choices(switches: Mapping[str, str | None], cells: int) -> tuple[KernelChoice, ...]:
-    """The GPU kernel library has one top-k kernel; the reason keeps the engine's band."""
+    """The GPU kernel library has the reference radix and the wide kernel (reading the scores
+    once), no register kernel: the wide kernel runs the register band."""
     return tuple(
-        KernelChoice(
+        engine
+        if engine.variant != "register"
+        else KernelChoice(
             engine.op,
-            "radix",
-            f"the GPU kernel library's one top-k kernel (a radix select) serves every band; "
-            f"the engine: {engine.reason}",
+            "wide",
+            f"{engine.reason}; the GPU kernel library has no register kernel, and its wide "
+            "kernel gives the same ids",
         )
         for engine in topk_choices(switches, cells)
     )

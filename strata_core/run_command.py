@@ -87,9 +87,13 @@ def readable(value: float, unit: str) -> str:
 
 
 def kernel_table(kernels: Mapping[str, dict], memory: str) -> str:
-    """The run's kernels under column headers; a read share above 100% is cache-resident."""
-    rows = [("kernel", "variant", "calls", "checked", "median", "spread", "throughput", "read",
-             f"of {memory} read")]  # fmt: skip
+    """The run's kernels under column headers; a read share above 100% is cache-resident. On a
+    card the median is the GPU's time (events, the queue held) and the host's call time is
+    beside it."""
+    on_card = any(r.get("call_ms") is not None for r in kernels.values())
+    median = "GPU median" if on_card else "median"
+    rows = [("kernel", "variant", "calls", "checked", median, "spread", "throughput", "read",
+             f"of {memory} read", *(("host call",) if on_card else ()))]  # fmt: skip
     for name, r in kernels.items():
         share = r["bandwidth_of_read"]
         of_read = (
@@ -110,6 +114,7 @@ def kernel_table(kernels: Mapping[str, dict], memory: str) -> str:
                 readable(r["throughput"], r["unit"]),
                 f"{r['bandwidth_gbs']:,.1f} GB/s",
                 of_read,
+                *((f"{r['call_ms']:.3f} ms",) if on_card else ()),
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]

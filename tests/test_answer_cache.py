@@ -93,7 +93,7 @@ def test_a_changed_profile_is_seen(cached, tmp_path):
     assert "100000 cells" in first["kernels"]["topk"]["reason"]
     profile.write_text('name = "p"\ncontext_cells = 200000\n')
     again = json.loads(run(*with_profile, env=env).stdout)
-    assert "200000 cells: past about 135K cells" in again["kernels"]["topk"]["reason"]
+    assert "200000 cells: 'Past about 135K cells" in again["kernels"]["topk"]["reason"]
 
 
 def test_the_cache_keeps_a_bounded_size_and_evicts_the_oldest(cached, tmp_path):

@@ -38,7 +38,7 @@ def test_each_module_is_the_kernel_abi_for_its_target(target):
 def test_a_module_with_another_layout_is_refused(tmp_path):
     path = LIBRARY.code_objects["sm_90"]
     text = path.read_text().replace(
-        ".param .u32 strata_topk_param_2", ".param .u64 strata_topk_param_2"
+        ".param .u32 strata_topk_param_4", ".param .u64 strata_topk_param_4"
     )
     changed = tmp_path / path.name
     changed.write_text(text)

@@ -11,12 +11,13 @@ import cffi
 import numpy as np
 import pytest
 
-from strata_core.hip.library import compose_picks, topk_stages
+from strata_core.hip.library import topk_launches, topk_scratch_bytes
 from strata_core.host import q8, reference
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 BLOCK, WARPS, TILE, MATVEC_ROWS = 256, 8, 16, 2
+TOPK_CODES = {"wide": 2, "old": 3}
 
 CDEF = "\n".join(
     line
@@ -103,41 +104,68 @@ def test_router_topk(emu, variant, tokens, experts, k, kind):
     np.testing.assert_allclose(weights, want_weights, rtol=1e-5, atol=1e-7)
 
 
-def _topk_in_stages(ffi, lib, scores, k):
-    """As GpuKernels.topk launches it: stage after stage on the last one's picks."""
-    source, stage_ids = scores, []
-    for grid in topk_stages(scores.size, k):
-        ids = np.full(grid * k, -1, dtype=np.int32)
-        values = np.full(grid * k, np.nan, dtype=np.float32)
+def _topk(ffi, lib, scores, k, variant):
+    """As GpuKernels.topk launches it: every stage over all rows, on poisoned outputs."""
+    queries, n = scores.shape
+    ids = np.full((queries, k), -1, dtype=np.int32)
+    values = np.full((queries, k), 7.0, dtype=np.float32)
+    scratch = np.full(topk_scratch_bytes(queries, k) // 8, 0xA5A5A5A5, dtype=np.uint64)
+    for stage, grid in topk_launches(queries, n, variant):
         lib.emu_topk(
-            grid, _ptr(ffi, "float[]", source), source.size, k, _ptr(ffi, "int32_t[]", ids),
-            _ptr(ffi, "float[]", values),
+            grid, _ptr(ffi, "float[]", scores), queries, n, n, k, _ptr(ffi, "int32_t[]", ids),
+            _ptr(ffi, "float[]", values), TOPK_CODES[variant], _ptr(ffi, "uint64_t[]", scratch),
+            stage,
         )  # fmt: skip
-        stage_ids.append(ids)
-        source = values
-    return compose_picks(stage_ids), source
+    return ids, values, scratch
 
 
-@pytest.mark.parametrize(
-    ("n", "k", "kind", "stages"),
-    [(1000, 1, "normal", 1), (5000, 64, "ties", 1), (70000, 256, "normal", 2),
-     (3000, 1000, "nan", 1), (256, 256, "normal", 1), (20000, 64, "ties", 2),
-     (40000, 100, "nan", 2), (300000, 1000, "ties", 3), (9000, 1024, "normal", 2)],
-)  # fmt: skip
-def test_topk(emu, n, k, kind, stages):
-    ffi, lib = emu
-    rng = np.random.default_rng(n)
-    scores = rng.standard_normal(n, dtype=np.float32)
+def _scores(rng, queries, n, kind):
+    scores = rng.standard_normal((queries, n), dtype=np.float32)
     if kind == "ties":
         scores = np.round(scores * 2) / 2
     if kind == "nan":
-        scores[rng.random(n) < 0.2] = np.nan
-        scores[:7] = -np.inf
-    assert len(topk_stages(n, k)) == stages
-    ids, values = _topk_in_stages(ffi, lib, scores, k)
-    want_ids, want_values = reference.topk(scores, k)
-    np.testing.assert_array_equal(ids, want_ids)
-    np.testing.assert_array_equal(values, want_values)
+        scores[rng.random((queries, n)) < 0.2] = np.nan
+        scores[:, :7] = -np.inf
+    return scores
+
+
+def _assert_reference(scores, ids, values, k):
+    for row, row_ids, row_values in zip(scores, ids, values, strict=True):
+        want_ids, want_values = reference.topk(row, k)
+        np.testing.assert_array_equal(row_ids, want_ids)
+        np.testing.assert_array_equal(row_values, want_values)
+
+
+@pytest.mark.parametrize("variant", ["wide", "old"])
+@pytest.mark.parametrize(
+    ("queries", "n", "k", "kind", "filtered"),
+    [(1, 1000, 1, "normal", False), (1, 5000, 64, "ties", True), (1, 70000, 256, "normal", True),
+     (1, 3000, 1000, "nan", False), (1, 256, 256, "normal", False), (1, 40000, 100, "nan", True),
+     (1, 300000, 2048, "ties", True), (1, 2048, 2048, "nan", False),
+     (256, 8192, 4, "normal", True), (3, 9000, 1, "ties", True)],
+)  # fmt: skip
+def test_topk(emu, variant, queries, n, k, kind, filtered):
+    """Ids and values as the reference gives them, every row; ``filtered`` says the wide kernel
+    selected among candidates for every row (not the reference path), seen in its scratch."""
+    ffi, lib = emu
+    scores = _scores(np.random.default_rng(n + k), queries, n, kind)
+    ids, values, scratch = _topk(ffi, lib, scores, k, variant)
+    _assert_reference(scores, ids, values, k)
+    if variant == "wide":
+        counts = scratch[:queries].view(np.uint32)[1::2]
+        assert ((counts >= k) & (counts <= 16 * k + 4096)).all() == filtered
+
+
+def test_wide_topk_takes_the_reference_path_when_the_candidates_overflow(emu):
+    """A row whose top 40,000 cells tie leaves more candidates than the scratch holds: that row
+    is selected in full, the other among its candidates, both as the reference gives them."""
+    ffi, lib = emu
+    scores = _scores(np.random.default_rng(5), 2, 70000, "normal")
+    scores[1, 20000:60000] = 9.0
+    ids, values, scratch = _topk(ffi, lib, scores, 256, "wide")
+    _assert_reference(scores, ids, values, 256)
+    counts = scratch[:2].view(np.uint32)[1::2]
+    assert counts[0] <= 16 * 256 + 4096 < counts[1]
 
 
 @pytest.mark.parametrize(("m", "n", "k"), [(40, 48, 72), (16, 16, 16), (5, 33, 100)])

@@ -84,18 +84,20 @@ def test_the_launcher_packs_what_the_metadata_says(stand_in, tmp_path, monkeypat
     gpu = runtime.card(0)
     assert gpu == Card(0, "AMD Radeon AI PRO R9700", "gfx1201", 32)
     kernels = GpuKernels(runtime, start_check("hip_rdna4", _library("hip_rdna4"), gpu), gpu)
-    kernels.topk(np.arange(5000, dtype=np.float32), 64, "radix")
+    kernels.topk(np.arange(30000, dtype=np.float32).reshape(3, 10000), 64, "wide")
     kernels.router_topk(np.zeros((20, 128), dtype=np.float32), 8, "fast")
     kernels.prompt_gemm(np.zeros((40, 64), np.float16), np.zeros((48, 64), np.float16))
     assert kernels.seconds == 0.25e-3  # the stand-in's 0.25 ms
-    topk, router, gemm = (line.split() for line in launches.read_text().splitlines())
-    scores, n, k, ids, values, variant = struct.unpack("<Qqi4xQQi", bytes.fromhex(topk[3]))
-    assert topk[:3] == ["strata_topk", "1", "256"]
-    assert (
-        (n, k, variant) == (5000, 64, 0)
-        and len({scores, ids, values}) == 3
-        and 0 not in {scores, ids, values}
-    )
+    *topk, router, gemm = (line.split() for line in launches.read_text().splitlines())
+    # the wide kernel's three stages, each over the 3 rows: 3, 3 x 2 chunks of 8192, 3
+    assert [line[:3] for line in topk] == [["strata_topk", grid, "256"] for grid in "363"]
+    for stage, line in enumerate(topk):
+        raw = bytes.fromhex(line[3])
+        fields = [int.from_bytes(raw[a.offset : a.offset + a.size], "little")
+                  for a in abi.layout("topk")]  # fmt: skip
+        scores, queries, n, stride, k, ids, values, variant, scratch, at = fields
+        assert (queries, n, stride, k, variant, at) == (3, 10000, 10000, 64, 2, stage)
+        assert len({scores, ids, values, scratch}) == 4 and 0 not in {scores, ids, values}
     assert router[:3] == ["strata_router_topk", "3", "256"]  # 20 tokens, 8 logical warps a block
     fields = abi.layout("router_topk")
     raw = bytes.fromhex(router[3])
@@ -217,8 +219,8 @@ def test_run_on_a_card_runs_every_operation_and_variant_the_plan_chooses(
         "matvec_q8_0", "router_topk", "router_topk_prompt", "topk", "topk_prompt", "prompt_gemm"
     }  # fmt: skip
     assert all(k["checked"] == k["calls"] > 0 for k in kernels.values())
-    want = chosen | {"router_topk": router, "router_topk_prompt": router, "topk": "radix",
-                     "topk_prompt": "radix"}  # fmt: skip
+    want = chosen | {"router_topk": router, "router_topk_prompt": router, "topk": "wide",
+                     "topk_prompt": "wide"}  # fmt: skip
     assert {name: k["variant"] for name, k in kernels.items()} == want
     assert answer["gemm_library"] == {
         "library": library, "path": emulating_stand_in, "version": version

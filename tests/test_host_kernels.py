@@ -21,7 +21,7 @@ def lib(request):
 
 
 def test_the_library_says_its_abi_and_operations(lib):
-    assert lib.lib.strata_abi_version() == 3
+    assert lib.lib.strata_abi_version() == 4
     assert lib.operations == ("matvec_q8_0", "router_topk", "topk")
     assert lib.isa in CPU_HOST_ISAS == HOST_ISAS[: len(CPU_HOST_ISAS)]
     assert lib.ffi.string(lib.lib.strata_isa()).decode() == lib.isa
@@ -71,7 +71,7 @@ def test_matvec_rejects_shapes_that_do_not_fit(lib):
         )
 
 
-@pytest.mark.parametrize("variant", ["auto", "heap", "wide", "old"])
+@pytest.mark.parametrize("variant", ["auto", "register", "wide", "old"])
 @pytest.mark.parametrize(
     ("n", "k"), [(300, 1), (1000, 64), (100_000, 256), (524_288, 256), (200_000, 1024)]
 )
@@ -86,6 +86,23 @@ def test_topk(lib, variant, n, k):
     np.testing.assert_array_equal(values, expected_values)
 
 
+@pytest.mark.parametrize("variant", ["register", "wide", "old"])
+@pytest.mark.parametrize(
+    ("queries", "n", "k"), [(256, 4096, 64), (3, 2048, 2048), (1, 150_000, 2048), (256, 300, 1)]
+)
+def test_topk_of_many_rows(lib, variant, queries, n, k):
+    """Each row as the reference selects it: ties to the lower id, NaN smallest, k = n."""
+    rng = np.random.default_rng(queries + n + k)
+    scores = np.round(rng.standard_normal((queries, n), dtype=np.float32) * 4) / 4
+    scores[rng.random((queries, n)) < 0.05] = np.nan
+    ids, values = lib.topk(scores, k, variant)
+    assert ids.shape == values.shape == (queries, k)
+    for row, row_ids, row_values in zip(scores, ids, values, strict=True):
+        want_ids, want_values = reference.topk(row, k)
+        np.testing.assert_array_equal(row_ids, want_ids)
+        np.testing.assert_array_equal(row_values, want_values)
+
+
 @pytest.mark.parametrize("prompt_read", [False, True])
 @pytest.mark.parametrize("cells", [1000, 89_999, 90_000, 131_072, 135_000, 135_001, 524_288])
 def test_the_host_library_bands_are_the_plans(lib, cells, prompt_read):
@@ -93,10 +110,10 @@ def test_the_host_library_bands_are_the_plans(lib, cells, prompt_read):
     top-k selection runs the wide kernel"; the C library's own band agrees with the plan's."""
     plan = topk_choice({}, cells, prompt_read).variant
     assert lib.topk_variant_for(cells, prompt_read) == plan
-    assert plan == ("wide" if cells > 135_000 or (prompt_read and cells >= 90_000) else "heap")
+    assert plan == ("wide" if cells > 135_000 or (prompt_read and cells >= 90_000) else "register")
 
 
-@pytest.mark.parametrize("variant", ["heap", "wide", "old"])
+@pytest.mark.parametrize("variant", ["register", "wide", "old"])
 @pytest.mark.parametrize("k", [5, 700])
 def test_topk_where_most_scores_are_nan_or_minus_infinity(lib, variant, k):
     """The k-th best is -inf: NaN (counted as -inf) and -inf tie, the lower index first."""

@@ -19,14 +19,14 @@ def test_the_wide_kernel_runs_from_the_band_edge(isa, prompt_read):
     assert at_edge.variant == "wide"
     assert f"the host's own band on {isa}" in at_edge.reason
     below = host_topk_choice({}, isa, band.wide_from_cells - 1, band.wide_from_k, prompt_read)
-    assert below.variant == "heap"
+    assert below.variant == "register"
     if band.wide_from_k > 1:
         smaller_k = host_topk_choice({}, isa, 1 << 20, band.wide_from_k - 1, prompt_read)
-        assert smaller_k.variant == "heap"
+        assert smaller_k.variant == "register"
 
 
 def test_the_portable_code_keeps_the_heap_kernel_until_k_is_large():
-    assert host_topk_choice({}, "baseline", 524_288, 256, False).variant == "heap"
+    assert host_topk_choice({}, "baseline", 524_288, 256, False).variant == "register"
     assert host_topk_choice({}, "avx2", 524_288, 256, False).variant == "wide"
 
 
@@ -36,7 +36,7 @@ def test_the_users_switches_win_over_the_host_band(isa):
     assert [c.variant for c in old] == ["old", "old"]
     stream = {"STRATA_TOPK_STREAM": "0"}
     decode, prompt = host_topk_choices(stream, isa, 100_000, 256)
-    assert prompt.variant == "heap" and "STRATA_TOPK_STREAM=0" in prompt.reason
+    assert prompt.variant == "register" and "STRATA_TOPK_STREAM=0" in prompt.reason
     assert decode.reason == host_topk_choice({}, isa, 100_000, 256, False).reason
     past_the_band = host_topk_choice(stream, isa, 200_000, 2048, True)
     assert past_the_band == host_topk_choice({}, isa, 200_000, 2048, True)

@@ -119,13 +119,40 @@ def test_run_on_an_nvidia_card_runs_every_kernel_through_the_driver(
     assert kernels["matvec_q8_0"]["bandwidth_of_read"] is not None
     assert {name: k["variant"] for name, k in kernels.items()} == {
         "matvec_q8_0": "dp4a", "router_topk": "fast", "router_topk_prompt": "fast",
-        "topk": "radix", "topk_prompt": "radix", "prompt_gemm": "cublaslt",
+        "topk": "wide", "topk_prompt": "wide", "prompt_gemm": "cublaslt",
     }  # fmt: skip
     assert answer["gemm_library"] == {
         "library": "cuBLASLt", "path": emulating_stand_in, "version": "120804"
     }  # fmt: skip
     launched = {line.split()[0] for line in launches.read_text().splitlines()}
     assert launched == {"strata_" + op for op in abi.OPERATIONS} - {"strata_prompt_gemm"}
+
+
+def test_run_times_each_call_on_the_gpu_behind_a_hold_and_from_the_host(
+    tmp_path, env, emulating_stand_in
+):
+    """Each call of the workload follows the read kernel over the profile's gpu_read_bytes (the
+    queue held, as
+    bench/gpu_kernels.py times); the report's median is the events' time (the stand-in's
+    0.25 ms a launch, top-k's three stages 0.25 ms between the events of its call) and the
+    host's call time stands beside it, in the JSON and under its own header."""
+    root = write_nvidia_gpu(tmp_path / "sys", PCI)
+    launches = tmp_path / "launches"
+    carried = with_driver(env, emulating_stand_in, STAND_IN_LAUNCHES=str(launches))
+    answer = json.loads(run("run", "--json", "--profile", str(TINY), "--sysfs", str(root),
+                            env=carried).stdout)  # fmt: skip
+    for name, kernel in answer["kernels"].items():
+        assert kernel["median_ms"] == 0.25, name
+        assert kernel["call_ms"] > 0, name
+    lines = [line.split() for line in launches.read_text().splitlines()]
+    hold_words = (1048576 // 16).to_bytes(8, "little").hex()  # tiny.toml's gpu_read_bytes
+    held = [line[0] == "strata_read_bytes" and line[3][16:32] == hold_words for line in lines]
+    for before, line in zip(held, lines[1:], strict=False):
+        if line[0] in ("strata_matvec_q8_0", "strata_router_topk"):
+            assert before
+    text = run("run", "--profile", str(TINY), "--sysfs", str(root), env=carried).stdout
+    header = next(line for line in text.splitlines() if line.lstrip().startswith("kernel"))
+    assert header.split()[4:6] == ["GPU", "median"] and header.endswith("host call")
 
 
 def test_gpus_names_cuda_devices_when_the_cuda_backend_runs(nvidia_tree, env, stand_in):

@@ -29,12 +29,12 @@ def kernels(env, gfx, *args, **switches):
     ("cells", "prompt_read", "switches", "variant"),
     [
         (131_072, True, {}, "wide"),
-        (131_072, False, {}, "heap"),
-        (89_999, True, {}, "heap"),
+        (131_072, False, {}, "register"),
+        (89_999, True, {}, "register"),
         (90_000, True, {}, "wide"),
         (135_001, False, {}, "wide"),
-        (131_072, True, {"STRATA_TOPK_STREAM": "0"}, "heap"),
-        (131_072, False, {"STRATA_TOPK_STREAM": "0"}, "heap"),
+        (131_072, True, {"STRATA_TOPK_STREAM": "0"}, "register"),
+        (131_072, False, {"STRATA_TOPK_STREAM": "0"}, "register"),
         (200_000, True, {"STRATA_TOPK_STREAM": "0"}, "wide"),
         (200_000, True, {"STRATA_TOPK_OLD": "1"}, "old"),
     ],
@@ -56,16 +56,23 @@ def test_topk_stream_is_calibrated_on_a_prompt_read(env, tmp_path, host_isa):
         "--config", str(tmp_path / "strata.toml"), env=env | {"STRATA_HOST_ISA": host_isa},
     )  # fmt: skip
     said = [line for line in result.stderr.splitlines() if "STRATA_TOPK_STREAM" in line]
-    assert said and ("runs topk_prompt the same way (heap)" in said[0]) == (host_isa == "baseline")
+    assert said and ("runs topk_prompt the same way (register)" in said[0]) == (host_isa == "baseline")
 
 
 def test_the_plan_names_both_top_k_kernels(env):
+    """On a card the plan quotes the page's band for each top-k, and says that the register
+    band runs the GPU library's wide kernel."""
     chosen = kernels(env, "gfx1201")
+    assert chosen["topk_prompt"]["variant"] == "wide"
     assert chosen["topk_prompt"]["reason"].endswith(
-        "131072 cells on a prompt read: from about 90K cells on a prompt read the top-k runs "
-        "the wide kernel"
+        "131072 cells on a prompt read: '(and from about 90K cells on a prompt read) the top-k "
+        "selection runs the wide kernel'"
     )
-    assert chosen["topk"]["reason"].endswith("131072 cells: below 135K the register (heap) kernel")
+    assert chosen["topk"]["variant"] == "wide"
+    assert chosen["topk"]["reason"].endswith(
+        "131072 cells: below 135K the register kernel; the GPU kernel library has no register "
+        "kernel, and its wide kernel gives the same ids"
+    )
 
 
 # Prompt GEMMs: "hipBLAS, or hipBLASLt with a matching tuning table"; STRATA_PF_GEMM "gfx11

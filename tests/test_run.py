@@ -52,7 +52,7 @@ def test_no_gpu_runs_the_host_workload_and_checks_every_result(env, tmp_path, ho
     assert kernels["prompt_gemm"]["checked"] == 2
     assert kernels["matvec_q8_0"]["variant"] == host_isa
     # the host's own bands: 5000 cells, k 32 take the wide kernel on the vector code only
-    assert kernels["topk"]["variant"] == ("heap" if host_isa == "baseline" else "wide")
+    assert kernels["topk"]["variant"] == ("register" if host_isa == "baseline" else "wide")
     assert kernels["router_topk"]["variant"] == ("portable" if host_isa == "baseline" else "fast")
     assert all(k["median_ms"] > 0 and k["throughput"] > 0 for k in kernels.values())
     assert answer["read_bandwidth_gbs"] > 0
@@ -124,7 +124,7 @@ def test_a_wrong_kernel_result_stops_the_run(monkeypatch):
         for op, variant in (
             ("matvec_q8_0", "avx2"),
             ("router_topk", "fast"),
-            ("topk", "heap"),
+            ("topk", "register"),
             ("topk_prompt", "wide"),
             ("prompt_gemm", "blas"),
         )

@@ -173,7 +173,7 @@ def test_switch_trials_write_only_winners_into_the_run_config(env, tmp_path, hos
             "(portable) at this workload"
         )
         assert said["STRATA_TOPK_STREAM"] == (
-            "STRATA_TOPK_STREAM=0: the host backend runs topk_prompt the same way (heap) at "
+            "STRATA_TOPK_STREAM=0: the host backend runs topk_prompt the same way (register) at "
             "this workload"
         )
     shape = r": \d+\.\d{3} -> \d+\.\d{3} ms, [+-]\d+\.\d% ± \d+\.\d% \(medians of \d+ pairs"

@@ -313,30 +313,42 @@ KERNEL void strata_router_topk(const float *logits, int64_t tokens, int64_t expe
 }
 
 // ---------------------------------------------------------------------------------------
-// topk: a workgroup a chunk. Workgroup b of a grid of g takes scores b n / g up to
-// (b + 1) n / g (the launcher keeps each chunk at least k and at most TOPK_HELD long) and writes its top k
-// at ids + b k and values + b k, ids counted in the whole of scores; with one workgroup that is
-// the answer, sorted, and with several the launcher selects again among their g k picks, left
-// unsorted in index order within each chunk, which keeps equal scores in index order. The
-// chunk's order keys are read once into LDS; a radix select over them (four 8-bit digits)
-// finds the k-th key, and the keys above it and the first ties by index are gathered in index
-// order (and sorted in LDS when alone). Every variant code is accepted: the GPU has this one
-// kernel for all bands.
+// topk over `queries` rows of n cells (row q at scores + q stride): the k best of each row,
+// descending, ties to the lower id, NaN as -inf. Each cell is ranked by a 64-bit item, its order
+// key above the complement of its id, so that items are distinct and a larger item ranks
+// before; the k best items of a row are those at or above its k-th, which a radix select finds
+// (eight bits a pass, highest first, stopping as soon as the bin of the k-th holds exactly the
+// picks still needed).
+//
+// The reference radix (STRATA_TOPK_OLD) is that select over the row itself, a workgroup a row,
+// in one launch (stage 2 alone); it reads the row once a pass. The wide kernel reads the
+// scores once: stage 0, a workgroup a row, selects over a sample of the row (TOPK_PIECES
+// pieces of a workgroup's width, spread over it) the key that about 8k cells of the row should
+// reach; stage 1, a workgroup a TOPK_FILTER_CELLS chunk of a row, appends the row's cells at
+// or above that key to the row's candidates in scratch; stage 2 selects among the candidates,
+// or over the row as the reference does where the sample left fewer than k or more than the
+// scratch holds. scratch holds, per row, two words (the key and the candidate count, or
+// TOPK_REFERENCE), after all rows' words the candidates, TOPK_CANDIDATES(k) items a row.
+
+typedef unsigned long long topk_item;
 
 #define TOPK_BINS 256
-#define TOPK_HELD 8192
 #define TOPK_BINS_PER_LANE (TOPK_BINS / WARP)
+#define TOPK_PIECES 16
+#define TOPK_LOADS 8
+#define TOPK_FILTER_CELLS (STRATA_BLOCK * 32)
+#define TOPK_REFERENCE 0xffffffffu
+#define TOPK_CANDIDATES(k) (16 * (int64_t)(k) + 4096)
 
-// Key i of the chunk sits at i + i / WARP, so that lanes reading contiguous slices of 32
-// keys meet distinct LDS banks.
-SHARED unsigned topk_chunk[TOPK_HELD + TOPK_HELD / WARP];
 SHARED unsigned topk_histogram[TOPK_BINS];
-SHARED unsigned topk_prefix, topk_needed;
-SHARED unsigned topk_warp_totals[WARPS_PER_BLOCK][2];
-SHARED unsigned topk_keys[STRATA_TOPK_MAX_K];
-SHARED int topk_ids[STRATA_TOPK_MAX_K];
+SHARED topk_item topk_prefix, topk_mask;
+SHARED unsigned topk_needed, topk_done, topk_count, topk_base;
+SHARED topk_item topk_picks[STRATA_TOPK_MAX_K];
 
-DEVICE unsigned chunk_slot(int64_t i) { return (unsigned)(i + i / WARP); }
+DEVICE topk_item topk_item_of(float score, int64_t id) {
+  return (topk_item)order_key(score) << 32 | (0xffffffffu - (unsigned)id);
+}
+DEVICE int topk_id_of(topk_item item) { return (int)(0xffffffffu - (unsigned)item); }
 
 // The sum of value over the lanes below this one in its logical warp.
 DEVICE unsigned warp_sum_below(unsigned value) {
@@ -349,7 +361,7 @@ DEVICE unsigned warp_sum_below(unsigned value) {
   return below;
 }
 
-// Warp 0 finds the digit of the k-th key in the histogram: lane l sums bins 255 - 8l down to
+// Warp 0 finds the digit of the k-th item in the histogram: lane l sums bins 255 - 8l down to
 // 248 - 8l, and the lane whose span reaches the needed count walks its own bins.
 DEVICE void topk_pick_digit(int shift) {
   unsigned lane = warp_lane(), top = TOPK_BINS - 1 - lane * TOPK_BINS_PER_LANE;
@@ -360,122 +372,180 @@ DEVICE void topk_pick_digit(int shift) {
     needed -= before;
     unsigned digit = top;
     while (topk_histogram[digit] < needed) needed -= topk_histogram[digit--];
-    topk_prefix |= digit << shift;
+    topk_prefix |= (topk_item)digit << shift;
+    topk_mask |= (topk_item)0xff << shift;
     topk_needed = needed;
+    topk_done = topk_histogram[digit] == needed;
   }
 }
 
-KERNEL void strata_topk(const float *all_scores, int64_t all_n, int k, int32_t *all_ids,
-                        float *all_values, int variant) {
-  (void)variant;
-  int64_t base = (int64_t)block_id() * all_n / grid_size();
-  int64_t n = ((int64_t)block_id() + 1) * all_n / grid_size() - base;
-  const float *scores = all_scores + base;
-  int32_t *ids = all_ids + (int64_t)block_id() * k;
-  float *values = all_values + (int64_t)block_id() * k;
+// Where a select takes its items: a row's cells, a sample of a row (piece p of a workgroup's
+// width starts at p spacing; its cells keep their place in the sample as ids), or candidates.
+enum TopkSource { TOPK_FROM_ROW, TOPK_FROM_SAMPLE, TOPK_FROM_CANDIDATES };
+struct TopkItems {
+  TopkSource source;
+  const float *row;
+  const topk_item *candidates;
+  int64_t spacing;
+};
+
+DEVICE topk_item topk_item_at(const TopkItems &items, int64_t i) {
+  switch (items.source) {
+  case TOPK_FROM_ROW: return topk_item_of(items.row[i], i);
+  case TOPK_FROM_SAMPLE:
+    return topk_item_of(items.row[i / STRATA_BLOCK * items.spacing + i % STRATA_BLOCK], i);
+  default: return items.candidates[i];
+  }
+}
+
+// The workgroup's radix select of the k-th of count items, down to bit last: afterwards
+// exactly k items have (item & topk_mask) >= topk_prefix (with last 0; with last 32, at least
+// k items have a key at or above topk_prefix >> 32).
+DEVICE void topk_select(const TopkItems &items, int64_t count, int k, int last = 0) {
   unsigned t = thread_id();
   if (t == 0) {
-    topk_prefix = 0;
+    topk_prefix = topk_mask = 0;
     topk_needed = (unsigned)k;
+    topk_done = 0;
   }
-  for (int64_t i = t; i < n; i += STRATA_BLOCK) topk_chunk[chunk_slot(i)] = order_key(scores[i]);
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    unsigned high_mask = shift == 24 ? 0u : ~0u << (shift + 8);
+  for (int shift = 56; shift >= last; shift -= 8) {
     for (unsigned b = t; b < TOPK_BINS; b += STRATA_BLOCK) topk_histogram[b] = 0;
     sync_block();
-    unsigned prefix = topk_prefix;
-    for (int64_t i = t; i < n; i += STRATA_BLOCK) {
-      unsigned key = topk_chunk[chunk_slot(i)];
-      if ((key & high_mask) == prefix)
-        __atomic_fetch_add(&topk_histogram[(key >> shift) & 0xff], 1u, __ATOMIC_RELAXED);
+    topk_item prefix = topk_prefix, mask = topk_mask;
+    // TOPK_LOADS items a thread read before any is counted, so that their loads overlap.
+    for (int64_t i = t; i < count; i += TOPK_LOADS * STRATA_BLOCK) {
+      topk_item x[TOPK_LOADS];
+#pragma unroll
+      for (int u = 0; u < TOPK_LOADS; ++u) {
+        int64_t at = i + (int64_t)u * STRATA_BLOCK;
+        x[u] = at < count ? topk_item_at(items, at) : 0;
+      }
+#pragma unroll
+      for (int u = 0; u < TOPK_LOADS; ++u)
+        if (i + (int64_t)u * STRATA_BLOCK < count && (x[u] & mask) == prefix)
+          __atomic_fetch_add(&topk_histogram[(x[u] >> shift) & 0xff], 1u, __ATOMIC_RELAXED);
     }
     sync_block();
     if (t < WARP) topk_pick_digit(shift);
     sync_block();
+    if (topk_done) break;
   }
-  unsigned threshold = topk_prefix, ties_taken = topk_needed;
+}
 
-  // Each thread owns a contiguous slice, so that ties are taken in index order; a scan over
-  // the threads' counts places each slice's picks.
-  int64_t slice = (n + STRATA_BLOCK - 1) / STRATA_BLOCK;
-  int64_t begin = t * slice, end = begin + slice < n ? begin + slice : n;
-  unsigned above = 0, ties = 0;
-  for (int64_t i = begin; i < end; ++i) {
-    unsigned key = topk_chunk[chunk_slot(i)];
-    above += key > threshold;
-    ties += key == threshold;
-  }
-  unsigned at_above = warp_sum_below(above), at_tie = warp_sum_below(ties);
-  unsigned warp = t / WARP;
-  if (warp_lane() == WARP - 1) {
-    topk_warp_totals[warp][0] = at_above + above;
-    topk_warp_totals[warp][1] = at_tie + ties;
-  }
+// After topk_select: the k picks, sorted best first, as ids and the row's scores.
+DEVICE void topk_write(const TopkItems &items, int64_t count, int k, const float *row,
+                       int32_t *ids, float *values) {
+  unsigned t = thread_id();
+  topk_item prefix = topk_prefix, mask = topk_mask;
+  if (t == 0) topk_count = 0;
   sync_block();
-  unsigned above_total = 0;
-  for (unsigned w = 0; w < WARPS_PER_BLOCK; ++w) {
-    above_total += topk_warp_totals[w][0];
-    if (w < warp) {
-      at_above += topk_warp_totals[w][0];
-      at_tie += topk_warp_totals[w][1];
-    }
+  for (int64_t i = t; i < count; i += STRATA_BLOCK) {
+    topk_item x = topk_item_at(items, i);
+    if ((x & mask) >= prefix)
+      topk_picks[__atomic_fetch_add(&topk_count, 1u, __ATOMIC_RELAXED)] = x;
   }
-  for (int64_t i = begin; i < end; ++i) {
-    unsigned key = topk_chunk[chunk_slot(i)];
-    if (key > threshold) {
-      topk_keys[at_above] = key;
-      topk_ids[at_above++] = (int)i;
-    } else if (key == threshold && at_tie < ties_taken) {
-      topk_keys[above_total + at_tie] = key;
-      topk_ids[above_total + at_tie++] = (int)i;
-    } else if (key == threshold) {
-      ++at_tie;
-    }
-  }
-  sync_block();
-
-  // With several workgroups the picks stay as gathered, in index order (the keys above the
-  // k-th, then its ties), which is all the next stage needs; alone, they are sorted.
-  if (grid_size() > 1) {
-    for (unsigned i = t; i < (unsigned)k; i += STRATA_BLOCK) {
-      ids[i] = (int32_t)(base + topk_ids[i]);
-      values[i] = scores[topk_ids[i]];
-    }
-    return;
-  }
-
-  // Bitonic sort of the k picks, padded to a power of two with keys that sort last.
   unsigned width = 1;
   while (width < (unsigned)k) width *= 2;
-  for (unsigned i = k + t; i < width; i += STRATA_BLOCK) {
-    topk_keys[i] = 0;
-    topk_ids[i] = 0x7fffffff;
-  }
   sync_block();
+  for (unsigned i = k + t; i < width; i += STRATA_BLOCK) topk_picks[i] = 0;
+  sync_block();
+  // Bitonic sort, descending.
   for (unsigned size = 2; size <= width; size *= 2) {
     for (unsigned stride = size / 2; stride > 0; stride /= 2) {
       for (unsigned i = t; i < width; i += STRATA_BLOCK) {
         unsigned j = i ^ stride;
-        if (j > i) {
-          bool descending = (i & size) == 0;
-          bool swap = ranks_before(topk_keys[j], topk_ids[j], topk_keys[i], topk_ids[i]);
-          if (swap == descending) {
-            unsigned key = topk_keys[i];
-            int id = topk_ids[i];
-            topk_keys[i] = topk_keys[j];
-            topk_ids[i] = topk_ids[j];
-            topk_keys[j] = key;
-            topk_ids[j] = id;
-          }
+        topk_item a = topk_picks[i], b = topk_picks[j];
+        if (j > i && (b > a) == ((i & size) == 0)) {
+          topk_picks[i] = b;
+          topk_picks[j] = a;
         }
       }
       sync_block();
     }
   }
   for (unsigned i = t; i < (unsigned)k; i += STRATA_BLOCK) {
-    ids[i] = (int32_t)(base + topk_ids[i]);
-    values[i] = scores[topk_ids[i]];
+    int id = topk_id_of(topk_picks[i]);
+    ids[i] = id;
+    values[i] = row[id];
   }
+}
+
+// Stage 1: the cells of one chunk at or above the row's key, all loads in flight first. They
+// gather in LDS and take their places in the row's candidates with one global atomic a
+// workgroup; a chunk with more than LDS holds counts as more than the scratch holds.
+DEVICE void topk_filter(const float *row, int64_t from, int64_t n, unsigned threshold,
+                        unsigned *count, topk_item *candidates, int64_t capacity) {
+  float cells[TOPK_FILTER_CELLS / STRATA_BLOCK];
+  unsigned t = thread_id();
+  int64_t first = from + t;
+  bool whole = from + TOPK_FILTER_CELLS <= n;
+  if (t == 0) topk_count = 0;
+#pragma unroll
+  for (int j = 0; j < TOPK_FILTER_CELLS / STRATA_BLOCK; ++j) {
+    int64_t i = first + (int64_t)j * STRATA_BLOCK;
+    cells[j] = whole || i < n ? row[i] : 0.0f;
+  }
+  sync_block();
+#pragma unroll
+  for (int j = 0; j < TOPK_FILTER_CELLS / STRATA_BLOCK; ++j) {
+    int64_t i = first + (int64_t)j * STRATA_BLOCK;
+    if ((whole || i < n) && order_key(cells[j]) >= threshold) {
+      unsigned at = __atomic_fetch_add(&topk_count, 1u, __ATOMIC_RELAXED);
+      if (at < STRATA_TOPK_MAX_K) topk_picks[at] = topk_item_of(cells[j], i);
+    }
+  }
+  sync_block();
+  unsigned found = topk_count;
+  if (t == 0) {
+    unsigned taken = found <= STRATA_TOPK_MAX_K ? found : (unsigned)capacity + 1;
+    topk_base = found ? __atomic_fetch_add(count, taken, __ATOMIC_RELAXED) : 0;
+  }
+  sync_block();
+  int64_t base = topk_base;
+  for (unsigned i = t; i < found && i < STRATA_TOPK_MAX_K; i += STRATA_BLOCK)
+    if (base + i < capacity) candidates[base + i] = topk_picks[i];
+}
+
+KERNEL void strata_topk(const float *scores, int64_t queries, int64_t n, int64_t stride, int k,
+                        int32_t *all_ids, float *all_values, int variant, topk_item *scratch,
+                        int stage) {
+  unsigned *words = (unsigned *)scratch;
+  int64_t capacity = TOPK_CANDIDATES(k);
+  if (stage == 1) {
+    int64_t chunks = (n + TOPK_FILTER_CELLS - 1) / TOPK_FILTER_CELLS;
+    int64_t q = block_id() / chunks;
+    if (words[2 * q + 1] == TOPK_REFERENCE) return;
+    topk_filter(scores + q * stride, block_id() % chunks * TOPK_FILTER_CELLS, n, words[2 * q],
+                &words[2 * q + 1], scratch + queries + q * capacity, capacity);
+    return;
+  }
+  int64_t q = block_id();
+  const float *row = scores + q * stride;
+  if (stage == 0) {
+    int64_t pieces = n / (16 * STRATA_BLOCK);
+    pieces = pieces < TOPK_PIECES ? pieces : TOPK_PIECES;
+    int64_t sample = pieces * STRATA_BLOCK;
+    int64_t rank = pieces ? (8 * (int64_t)k * sample + n - 1) / n : 0;
+    rank = rank < 16 ? 16 : rank;
+    if (2 * rank > sample) {
+      if (thread_id() == 0) words[2 * q + 1] = TOPK_REFERENCE;
+      return;
+    }
+    topk_select({TOPK_FROM_SAMPLE, row, nullptr, n / pieces}, sample, (int)rank, 32);
+    if (thread_id() == 0) {
+      words[2 * q] = (unsigned)(topk_prefix >> 32);
+      words[2 * q + 1] = 0;
+    }
+    return;
+  }
+  unsigned count = variant == STRATA_TOPK_OLD ? TOPK_REFERENCE : words[2 * q + 1];
+  TopkItems items = {TOPK_FROM_ROW, row, nullptr, 0};
+  if (count >= (unsigned)k && count <= capacity) {
+    items = {TOPK_FROM_CANDIDATES, row, scratch + queries + q * capacity, 0};
+    n = count;
+  }
+  topk_select(items, n, k);
+  topk_write(items, n, k, row, all_ids + q * k, all_values + q * k);
 }
 
 // ---------------------------------------------------------------------------------------

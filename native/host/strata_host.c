@@ -438,18 +438,18 @@ static void old_select_avx2(item *best, int k, const float *s, int64_t n) {
 int strata_topk_variant_for(int64_t n, int prompt_read) {
     /* AMD_HIP.md, "Deep contexts": "Past about 135K cells (and from about 90K cells on a
      * prompt read) the top-k selection runs the wide kernel". */
-    return n > 135000 || (prompt_read && n >= 90000) ? STRATA_TOPK_WIDE : STRATA_TOPK_HEAP;
+    return n > 135000 || (prompt_read && n >= 90000) ? STRATA_TOPK_WIDE : STRATA_TOPK_REGISTER;
 }
 
-int strata_topk(const float *scores, int64_t n, int k, int32_t *ids, float *values,
-                int variant) {
+static int topk_one(const float *scores, int64_t n, int k, int32_t *ids, float *values,
+                    int variant) {
     if (!scores || !ids || !values || k <= 0 || n < k || n > INT32_MAX) return STRATA_E_ARGUMENT;
     if (variant == STRATA_TOPK_AUTO) variant = strata_topk_variant_for(n, 0);
     item *best = malloc((size_t)k * sizeof *best);
     if (!best) return STRATA_E_NOMEM;
     int status = STRATA_OK;
     switch (variant) {
-    case STRATA_TOPK_HEAP: heap_select(best, k, scores, n); break;
+    case STRATA_TOPK_REGISTER: heap_select(best, k, scores, n); break;
     case STRATA_TOPK_WIDE: status = wide_select(best, k, scores, n); break;
     case STRATA_TOPK_OLD:
         if (detect_isa() >= ISA_AVX2) old_select_avx2(best, k, scores, n);
@@ -462,6 +462,20 @@ int strata_topk(const float *scores, int64_t n, int k, int32_t *ids, float *valu
         for (int j = 0; j < k; j++) { ids[j] = best[j].i; values[j] = scores[best[j].i]; }
     }
     free(best);
+    return status;
+}
+
+/* ---- batched top-k: the rows on threads, each through topk_one ---------------------------- */
+
+int strata_topk(const float *scores, int64_t queries, int64_t n, int64_t stride, int k,
+                int32_t *ids, float *values, int variant) {
+    if (queries < 0 || stride < n) return STRATA_E_ARGUMENT;
+    int status = STRATA_OK;
+#pragma omp parallel for schedule(dynamic) reduction(min : status) if (queries > 1)
+    for (int64_t q = 0; q < queries; q++) {
+        int row = topk_one(scores + q * stride, n, k, ids + q * k, values + q * k, variant);
+        if (row < status) status = row;
+    }
     return status;
 }
 

@@ -13,18 +13,18 @@
 
 #include <stdint.h>
 
-#define STRATA_KERNEL_ABI_VERSION 3
+#define STRATA_KERNEL_ABI_VERSION 4
 #define STRATA_Q8_BLOCK 32
 
 #define STRATA_OK 0
 #define STRATA_E_ARGUMENT -1   /* a size or pointer the kernel cannot take */
 #define STRATA_E_NOMEM -2      /* scratch memory could not be allocated */
 
-/* Variants of strata_topk. */
+/* Variants of strata_topk, as AMD_HIP.md names the engine's kernels. */
 #define STRATA_TOPK_AUTO 0     /* a decode step's band for n: see strata_topk_variant_for */
-#define STRATA_TOPK_HEAP 1     /* threshold-filtered min-heap (the register band's kernel) */
-#define STRATA_TOPK_WIDE 2     /* two passes: a radix threshold, then the candidates */
-#define STRATA_TOPK_OLD 3      /* the original kernel: insertion into a sorted list */
+#define STRATA_TOPK_REGISTER 1 /* the register kernel (host: a threshold-filtered min-heap) */
+#define STRATA_TOPK_WIDE 2     /* the wide kernel: a sampled threshold, then the candidates */
+#define STRATA_TOPK_OLD 3      /* the original kernel, the reference radix (STRATA_TOPK_OLD=1) */
 
 /* Variants of strata_router_topk. */
 #define STRATA_ROUTER_FAST 0   /* vectorised max passes */
@@ -32,7 +32,7 @@
 
 /* Limits of the HIP kernels (the host kernels have none). */
 #define STRATA_ROUTER_MAX_K 32
-#define STRATA_TOPK_MAX_K 1024
+#define STRATA_TOPK_MAX_K 2048
 
 /* The GPU code objects (HIP, and PTX for NVIDIA) have kernels of the same names and arguments
  * (d as half), read strata_abi_version and strata_operations as device globals, and add
@@ -41,6 +41,8 @@
  * and, as the card's read bandwidth,
  *   strata_read_bytes(const uint32x4 *buffer, int64_t words, uint32_t *sink)
  * reading words of 16 bytes with any grid (the host's strata_read_bytes below does the same).
+ * Their strata_topk takes two arguments more, (uint64_t *scratch, int stage), and runs in
+ * stages, each a launch over all queries (the source says how).
  * The declarations below are the host library's exports. */
 #ifndef STRATA_HIP_KERNELS
 
@@ -65,9 +67,11 @@ int strata_matvec_q8_0(const int8_t *qs, const uint16_t *d, const int8_t *xq, co
 int strata_router_topk(const float *logits, int64_t tokens, int64_t experts, int k,
                        int32_t *ids, float *weights, int variant);
 
-/* The k largest scores (ties: lower index first), descending; NaN counts as smallest. */
-int strata_topk(const float *scores, int64_t n, int k, int32_t *ids, float *values,
-                int variant);
+/* For each of queries rows of n scores (row q at scores + q * stride): the k largest (ties:
+ * lower index first), descending, at ids + q * k and values + q * k; NaN counts as smallest.
+ * The rows run on threads. */
+int strata_topk(const float *scores, int64_t queries, int64_t n, int64_t stride, int k,
+                int32_t *ids, float *values, int variant);
 /* The engine's band for n cells on a decode step (prompt_read 0, what STRATA_TOPK_AUTO takes)
  * or a prompt read (prompt_read 1). */
 int strata_topk_variant_for(int64_t n, int prompt_read);

@@ -30,23 +30,22 @@ WARPS_PER_BLOCK = BLOCK // 32
 TILE = 16
 #: rows of matvec_q8_0 a logical warp computes (MATVEC_ROWS of the source)
 MATVEC_ROWS = 2
-#: scores a workgroup takes in a reduction stage of topk, at least (measured on an H200:
-#: bench/gpu_kernels.py) and per pick
-TOPK_CHUNK = 4096
-TOPK_CHUNK_PER_PICK = 8
-#: scores a topk workgroup holds in LDS (TOPK_HELD of the source)
-TOPK_HELD = 8192
+#: cells a workgroup of the wide top-k's filter stage takes (TOPK_FILTER_CELLS of the source)
+TOPK_FILTER_CELLS = BLOCK * 32
 #: the read kernel's grid: enough blocks to fill any card, each thread several 16-byte words
 READ_WORDS_PER_THREAD = 8
 MAX_READ_BLOCKS = 4096
-#: The kernel library's variants by the names the plan gives them, as the ABI's codes. The one
-#: top-k kernel (a radix select) serves every band; the GEMM is compiled in (library_gemm).
+#: The kernel library's variants by the names the plan gives them, as the ABI's codes: top-k's
+#: reference radix and wide kernel (no register kernel); the GEMM is compiled in (library_gemm).
 VARIANTS = {
     "router_topk": {
         "fast": kernel_abi.integer_const("STRATA_ROUTER_FAST"),
         "portable": kernel_abi.integer_const("STRATA_ROUTER_PORTABLE"),
     },
-    "topk": {"radix": kernel_abi.integer_const("STRATA_TOPK_AUTO")},
+    "topk": {
+        "old": kernel_abi.integer_const("STRATA_TOPK_OLD"),
+        "wide": kernel_abi.integer_const("STRATA_TOPK_WIDE"),
+    },
 }
 
 
@@ -128,27 +127,19 @@ def launch_problems(code: code_object.CodeObject, target: str) -> list[str]:
     return problems
 
 
-def topk_stages(n: int, k: int) -> list[int]:
-    """The grid of each topk launch for n scores: while chunks of the stage's size (TOPK_CHUNK
-    scores, or TOPK_CHUNK_PER_PICK a pick for a larger k, at most TOPK_HELD) leave at most
-    half as many picks, or the scores are more than one workgroup holds, a stage of that many
-    workgroups; then one workgroup over the last picks."""
-    chunk = min(max(TOPK_CHUNK, TOPK_CHUNK_PER_PICK * k), TOPK_HELD)
-    grids: list[int] = []
-    while True:
-        grid = max(n // chunk, -(-n // TOPK_HELD))
-        if n <= TOPK_HELD and (grid < 2 or grid * k * 2 > n):
-            return [*grids, 1]
-        grids.append(grid)
-        n = grid * k
+def topk_launches(queries: int, n: int, variant: str) -> list[tuple[int, int]]:
+    """(stage, grid) of each topk launch: the reference radix is stage 2 alone, a workgroup a
+    row; the wide kernel samples (a workgroup a row), filters (a workgroup a chunk of
+    TOPK_FILTER_CELLS) and selects (a workgroup a row)."""
+    if variant == "old":
+        return [(2, queries)]
+    return [(0, queries), (1, queries * -(-n // TOPK_FILTER_CELLS)), (2, queries)]
 
 
-def compose_picks(stage_ids: list[np.ndarray]) -> np.ndarray:
-    """Each stage's ids index the stage before's picks; the first's index the scores."""
-    ids = stage_ids[-1]
-    for earlier in reversed(stage_ids[:-1]):
-        ids = earlier[ids]
-    return ids
+def topk_scratch_bytes(queries: int, k: int) -> int:
+    """The wide kernel's scratch: two words a row, then each row's candidates (64-bit items,
+    TOPK_CANDIDATES of the source)."""
+    return queries * 8 * (1 + 16 * k + 4096)
 
 
 def _blocks(items: int, per_block: int) -> int:
@@ -301,31 +292,31 @@ class GpuKernels:
         return ids, weights
 
     def topk(self, scores, k: int, variant: str):
-        """The top k in stages (topk_stages): each launch selects k from each chunk of the
-        last one's picks, all on the card; the ids are composed back through the stages."""
+        """The top k of each row of ``scores`` (queries x n, or one row), all rows in each
+        launch (topk_launches); ids and values come back in the shape of the rows, k a row."""
         code = variant_code("topk", variant)
-        if not 0 < k <= min(TOPK_MAX_K, scores.size):
-            raise StrataError(f"topk: k={k} is outside 1..{TOPK_MAX_K} on the GPU")
-        scores = np.ascontiguousarray(scores, np.float32).ravel()
+        rows = np.ascontiguousarray(scores, np.float32)
+        rows2 = rows.reshape(-1, rows.shape[-1])
+        queries, n = rows2.shape
+        if not 0 < k <= min(TOPK_MAX_K, n):
+            raise StrataError(f"topk: k={k} is outside 1..{min(TOPK_MAX_K, n)} on the GPU")
+        ids = np.empty((queries, k), np.int32)
+        values = np.empty((queries, k), np.float32)
         rt, kernel = self.runtime, self.code.kernel("topk")
-        grids = topk_stages(scores.size, k)
-        picks = [(np.empty(g * k, np.int32), np.empty(g * k, np.float32)) for g in grids]
         with self._allocations() as take:
-            source, n = take(scores.nbytes), scores.size
-            rt.upload(source, scores, self.stream)
-            launches: list[Callable[[], None]] = []
-            downloads: list[tuple[np.ndarray, Any]] = []
-            for grid, (ids, values) in zip(grids, picks, strict=True):
-                ids_at, values_at = take(ids.nbytes), take(values.nbytes)
-                arguments = {"scores": rt.address(source), "n": n, "k": k,
-                             "ids": rt.address(ids_at), "values": rt.address(values_at),
-                             "variant": code}  # fmt: skip
-                launches.append(self._kernel("topk", grid, abi.pack("topk", arguments, kernel)))
-                downloads.append((ids, ids_at))
-                source, n = values_at, grid * k
-            downloads.append((picks[-1][1], source))
-            self.seconds = self._timed(launches, downloads)
-        return compose_picks([ids for ids, _ in picks]), picks[-1][1]
+            source, scratch = take(rows2.nbytes), take(topk_scratch_bytes(queries, k))
+            ids_at, values_at = take(ids.nbytes), take(values.nbytes)
+            rt.upload(source, rows2, self.stream)
+            arguments = {"scores": rt.address(source), "queries": queries, "n": n, "stride": n,
+                         "k": k, "ids": rt.address(ids_at), "values": rt.address(values_at),
+                         "variant": code, "scratch": rt.address(scratch)}  # fmt: skip
+            launches = [
+                self._kernel("topk", grid, abi.pack("topk", arguments | {"stage": stage}, kernel))
+                for stage, grid in topk_launches(queries, n, variant)
+            ]
+            self.seconds = self._timed(launches, [(ids, ids_at), (values, values_at)])
+        shape = (*rows.shape[:-1], k)
+        return ids.reshape(shape), values.reshape(shape)
 
     def read_bandwidth(self, nbytes: int, repeats: int = 5) -> float:
         """GB/s of the read kernel over a buffer of ``nbytes`` on the card (median of

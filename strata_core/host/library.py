@@ -10,7 +10,7 @@ from ..errors import StrataError
 from .q8 import check_matvec_shapes
 
 LIBRARY = Path(__file__).resolve().with_name("libstrata_host.so")
-TOPK_VARIANTS = {"auto": 0, "heap": 1, "wide": 2, "old": 3}
+TOPK_VARIANTS = {"auto": 0, "register": 1, "wide": 2, "old": 3}
 ROUTER_VARIANTS = {"fast": 0, "portable": 1}
 
 
@@ -103,13 +103,19 @@ class HostLibrary:
     def topk(
         self, scores: np.ndarray, k: int, variant: str = "auto"
     ) -> tuple[np.ndarray, np.ndarray]:
+        """The top k of each row of ``scores`` (queries x n, or one row), the rows on threads;
+        ids and values in the shape of the rows, k a row."""
         scores = _contiguous(scores, np.float32)
-        ids = np.empty(k, dtype=np.int32)
-        values = np.empty(k, dtype=np.float32)
+        rows = scores.reshape(-1, scores.shape[-1])
+        queries, n = rows.shape
+        ids = np.empty((queries, k), dtype=np.int32)
+        values = np.empty((queries, k), dtype=np.float32)
         _check(
             self.lib.strata_topk(
-                self._buffer("float[]", scores),
-                scores.size,
+                self._buffer("float[]", rows),
+                queries,
+                n,
+                n,
                 k,
                 self._buffer("int32_t[]", ids),
                 self._buffer("float[]", values),
@@ -117,7 +123,8 @@ class HostLibrary:
             ),
             "topk",
         )
-        return ids, values
+        shape = (*scores.shape[:-1], k)
+        return ids.reshape(shape), values.reshape(shape)
 
     def topk_variant_for(self, cells: int, prompt_read: bool) -> str:
         code = self.lib.strata_topk_variant_for(cells, int(prompt_read))

@@ -1,5 +1,5 @@
 """The host backend's own top-k bands: from which k and how many cells its wide kernel beats
-its heap (register) kernel, per instruction set, as bench/host_topk_bands.py measured them.
+its register kernel (a heap), per instruction set, as bench/host_topk_bands.py measured them.
 The page's bands (kernels.topk_choice) are what the engine's GPU kernels run; the host's are
 its own."""
 
@@ -16,7 +16,7 @@ from ..records import KernelChoice
 @attrs.frozen
 class HostTopkBand:
     """On ``isa`` the wide kernel runs from ``wide_from_k`` kept cells and ``wide_from_cells``
-    cells (below that the heap kernel); ``measured`` says where the edges were measured."""
+    cells (below that the register kernel); ``measured`` says where the edges were measured."""
 
     isa: str
     wide_from_k: int
@@ -24,8 +24,8 @@ class HostTopkBand:
     measured: str
 
 
-#: The vector scans make the wide kernel's two passes cheaper than the heap's inserts at every
-#: measured size; in portable code the heap's one pass wins until k is large.
+#: The vector scans make the wide kernel's two passes cheaper than the register kernel's heap
+#: inserts at every measured size; in portable code its one pass wins until k is large.
 HOST_TOPK_BANDS = {
     band.isa: band
     for band in (
@@ -52,7 +52,7 @@ def host_topk_choice(
     ):
         return KernelChoice(
             op,
-            "heap",
+            "register",
             f"{cells} cells on a prompt read: STRATA_TOPK_STREAM=0 runs the register kernel in "
             "the 90K-135K band",
         )
@@ -63,7 +63,7 @@ def host_topk_choice(
     )
     return KernelChoice(
         op,
-        "wide" if wide else "heap",
+        "wide" if wide else "register",
         f"{cells} cells, k {kept}: the host's own band on {isa} is {edge} "
         f"(measured on {band.measured}; the page's bands are the GPU's)",
     )

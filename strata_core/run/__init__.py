@@ -182,6 +182,7 @@ def _check_gpu(
         HalfGemm(inputs.w),
         "the host backend's result",
         f"the {code.name} code object",
+        answer["call_seconds"],
     )
     gemm = answer["gemm"]
     facts = {

@@ -1,8 +1,8 @@
 """The GPU run's child process: ``python -m strata_core.run.gpu_child FOLDER``.
 
 It reads the job (``job.pickle``) from FOLDER, loads the card's runtime, the plugin's code
-object and the prompt GEMM's vendor library, runs every call of the workload on the card,
-and leaves the results in ``results.npz`` and its answer in ``answer.json`` (with the lines
+object and the prompt GEMM's vendor library, runs every call of the workload on the card
+(each timed on the GPU by events with the queue held, and from the host as a call), and leaves the results in ``results.npz`` and its answer in ``answer.json`` (with the lines
 the tuned dispatch said, for the parent to say). It checks nothing: the parent does, so
 that a runtime or library that crashes, aborts or hangs takes only this process down.
 """
@@ -70,11 +70,12 @@ def run(folder: Path) -> dict:
     from ..errors import NoGpuRun, StrataError
     from ..tuning.dispatch import TunedDispatch
     from .gpu_backend import BlasPromptGemm, open_gpu, prompt_gemm
-    from .workload import execute, make_inputs
+    from .workload import execute, make_inputs, wall_clock
 
     job: GpuJob = pickle.loads((folder / JOB).read_bytes())
     try:
-        gpu = open_gpu(job.card)
+        # the queue held by the read before each timed call, as bench/gpu_kernels.py times
+        gpu = open_gpu(job.card, hold_bytes=job.workload.gpu_read_bytes)
     except NoGpuRun as why:
         return {"no_gpu": str(why)}
     except StrataError as refused:
@@ -94,11 +95,16 @@ def run(folder: Path) -> dict:
     dispatch = TunedDispatch(
         job.gemm_table, label, job.gemm_verbose, lambda level, line: said.append((level, line))
     )
+    call_seconds: list[float] = []
+
+    def on_the_card(call):
+        result, took = wall_clock(call)
+        call_seconds.append(took)
+        return result, kernels.seconds
+
     try:
         read_gbs = kernels.read_bandwidth(job.workload.gpu_read_bytes)
-        results = execute(
-            kernels, gemm, lambda call: (call(), kernels.seconds), inputs, job.choices, dispatch
-        )
+        results = execute(kernels, gemm, on_the_card, inputs, job.choices, dispatch)
     except StrataError as failed:
         return {"refused": str(failed), "said": said}
     finally:
@@ -115,6 +121,7 @@ def run(folder: Path) -> dict:
         "runtime": gpu.runtime_path,
         "read_bandwidth_gbs": read_gbs,
         "seconds": [took for _, took in results],
+        "call_seconds": call_seconds,
         "gemm": {"library": blas.library, "path": blas.path, "version": blas.version}
         if blas
         else None,

@@ -166,6 +166,8 @@ class KernelReport:
     reason: str
     unit: str
     seconds: list[float] = attrs.field(factory=list)
+    #: on a GPU, each call's time from the host (seconds are then the GPU's)
+    call_seconds: list[float] = attrs.field(factory=list)
     amount: float = 0.0  # of `unit` per call
     bytes_read: float = 0.0  # per call
     checked: int = 0
@@ -186,6 +188,9 @@ class KernelReport:
             "checked": self.checked,
             "median_ms": round(median * 1e3, 4),
             "spread_ms": round(spread * 1e3, 4),
+            "call_ms": round(statistics.median(self.call_seconds) * 1e3, 4)
+            if self.call_seconds
+            else None,
             "throughput": round(self.amount / median, 2),
             "unit": self.unit,
             "bandwidth_gbs": round(bandwidth, 2),
@@ -201,9 +206,11 @@ def check(
     gemm: GemmReference,
     reference_name: str,
     trust: str,
+    call_seconds: Sequence[float] = (),
 ) -> dict[str, KernelReport]:
     """Every result against the reference, in order, and the reports of those that pass; the
-    first that differs stops the run with the step it came from."""
+    first that differs stops the run with the step it came from. ``call_seconds``, on a GPU:
+    each call's time from the host, beside its GPU time in ``results``."""
     w = inputs.workload
     reports = {
         name: KernelReport(name, choices[op].variant, choices[op].reason, unit)
@@ -226,6 +233,8 @@ def check(
         if call.op == "router_topk":
             report.amount = len(call.inputs[0])
             report.bytes_read = call.inputs[0].nbytes
+    for call, took in zip(inputs.calls, call_seconds, strict=False):
+        reports[call.report].call_seconds.append(took)
     matvec = reports["matvec_q8_0"]
     matvec.bytes_read = inputs.qs.nbytes + inputs.d.nbytes
     matvec.amount = matvec.bytes_read / GB
