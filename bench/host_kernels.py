@@ -51,6 +51,7 @@ from strata_core.host.gemm import PromptGemm
 from strata_core.host.library import HostLibrary
 from strata_core.host.platform import KERNEL_ISAS
 from strata_core.host.q8 import BLOCK
+from strata_core.host.topk_bands import host_topk_choice
 
 MB = 1 << 20
 #: how close ggml's matvec must come to strata's, as a share of the largest |y|: both sum the
@@ -264,20 +265,22 @@ class Bench:
         )
 
     def topk(self, cells: int, k: int) -> None:
+        """The kernel the host backend's plan runs: its own band for this instruction set."""
         scores = self.rng.standard_normal(cells, dtype=np.float32)
+        variant = host_topk_choice({}, self.lib.isa, cells, k, False).variant
         calls: Calls = {
-            "strata": lambda: self.lib.topk(scores, k),
+            "strata": lambda: self.lib.topk(scores, k, variant),
             "numpy": lambda: np.argpartition(scores, -k)[-k:],
         }
         if self.ggml:
             theirs = self.ggml.top_k(scores, k)
-            check = check_top(*self.lib.topk(scores, k), theirs(), scores)
+            check = check_top(*self.lib.topk(scores, k, variant), theirs(), scores)
             print(f"topk {k} of {cells} against ggml: {check}")
             calls["ggml"] = theirs.run
         times = self.compare(f"top {k} of {cells}", calls, 51)
         print(
             f"topk {k} of {cells}: {duration(times['strata'])} "
-            f"({self.lib.topk_variant_for(cells, False)}); numpy argpartition "
+            f"({variant}); numpy argpartition "
             f"{duration(times['numpy'])} ({times['numpy'] / times['strata']:.1f}x)"
             + self.ggml_part(times, "ggml_top_k")
         )
