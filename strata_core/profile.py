@@ -5,8 +5,6 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-import cattrs
-
 from .answer_cache import Recorder
 from .errors import StrataError
 from .records import Workload
@@ -24,6 +22,8 @@ def load(path: Path | None = None, recorder: Recorder | None = None) -> Workload
         raise StrataError(f"{path}: not UTF-8 text (byte {exc.start}); not a profile") from None
     except tomllib.TOMLDecodeError as exc:
         raise StrataError(f"{path}: not valid TOML: {exc}") from None
+    import cattrs
+
     converter = cattrs.Converter(forbid_extra_keys=True)
     try:
         workload = converter.structure(raw, Workload)

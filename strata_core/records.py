@@ -46,6 +46,9 @@ class DeviceReport:
     integrated: bool | None = None
     integrated_evidence: str | None = None
     vendor: str = "amd"
+    #: what hides the card from its runtime (``CUDA_VISIBLE_DEVICES=1``), where a detector
+    #: applies the runtime's visibility itself
+    hidden_by: str | None = None
 
 
 @attrs.frozen
