@@ -44,7 +44,11 @@ def cases(sysfs: list[str], cache: str) -> list[tuple[str, list[str], dict[str, 
             [*STRATA, "plan", "--json", *sysfs],
             uncached | {"STRATA_HIP_PROBE": "0", "STRATA_CUDA_PROBE": "0"},
         ),
-        ("plan --json, cache warm", [*STRATA, "plan", "--json", *sysfs], {"STRATA_CACHE_DIR": cache}),
+        (
+            "plan --json, cache warm",
+            [*STRATA, "plan", "--json", *sysfs],
+            {"STRATA_CACHE": "1", "STRATA_CACHE_DIR": cache},
+        ),
         ("devices", [*STRATA, "devices", *sysfs], uncached),
     ]
 
@@ -55,7 +59,7 @@ def processes(runs: int, sysfs: list[str]) -> dict[str, list[float]]:
         measured = cases(sysfs, cache)
         environments = [os.environ | extra for _, _, extra in measured]
         for (label, argv, _), env in zip(measured, environments, strict=True):
-            done = subprocess.run(argv, env=env, capture_output=True, text=True)  # warm, and check
+            done = subprocess.run(argv, env=env, capture_output=True, text=True)  # warms, checks
             if done.returncode != 0:
                 sys.exit(f"{label}: exit status {done.returncode}: {done.stderr.strip()}")
         times: dict[str, list[float]] = {label: [] for label, _, _ in measured}

@@ -7,6 +7,8 @@ card; CUDA_VISIBLE_DEVICES is applied here as the driver applies it."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from .. import library_search, log
 from ..child import ChildFailed, run_json_forked
 from ..cuda import nvml
@@ -48,7 +50,7 @@ def run_probe(context: DetectionContext) -> Detection:
     return interpret(answer, context.env)
 
 
-def interpret(answer: dict, env: dict | None = None) -> Detection:
+def interpret(answer: dict, env: Mapping[str, str]) -> Detection:
     """Turn NVML's answer into reports by CUDA ordinal, CUDA_VISIBLE_DEVICES in ``env``
     applied, and a note."""
     library = answer.get("library")
@@ -65,7 +67,7 @@ def interpret(answer: dict, env: dict | None = None) -> Detection:
         return Detection(problems=(f"{where}: {answer['error']}",))
     cards = answer.get("devices", [])
     migs = [[m["uuid"] for m in c.get("mig", [])] for c in cards]
-    visible = cuda_visible_devices([c.get("uuid") for c in cards], migs, env or {})
+    visible = cuda_visible_devices([c.get("uuid") for c in cards], migs, env)
     ordinal = {card: (n, mig) for n, (card, mig) in enumerate(visible.order)}
     reports = []
     for position, card in enumerate(cards):
