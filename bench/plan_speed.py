@@ -2,7 +2,9 @@
 same run: `--version`, `plan --json` uncached (STRATA_CACHE=0; also with the HIP probe, and
 both probes, turned off) and from a warm answer cache, `devices`, and `import strata_core.cli`.
 The commands take turns, round after round, so that a busy machine slows each alike; each
-time is a median of --runs rounds. Then in-process planning with cached detection.
+time is a median of --runs rounds, after a first round that also writes the bytecode caches
+an installed package has (PYTHONDONTWRITEBYTECODE is dropped). Then in-process planning with
+cached detection.
 
 Runs wherever strata imports with this Python, the checkout's venv or a bare python3 with the
 wheels on PYTHONPATH (scripts/nvidia-gpu.sh):
@@ -22,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from subprocess import DEVNULL
 
 STRATA = [sys.executable, "-m", "strata_core"]
 
@@ -54,19 +57,21 @@ def cases(sysfs: list[str], cache: str) -> list[tuple[str, list[str], dict[str, 
 
 
 def processes(runs: int, sysfs: list[str]) -> dict[str, list[float]]:
-    """Each case's wall times, the cases taking turns in every round."""
-    with tempfile.TemporaryDirectory() as cache:
+    """Each case's wall times, the cases taking turns in every round, in a folder of their own
+    (``-m`` puts it on sys.path, whose folders a cached answer depends on)."""
+    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as quiet:
         measured = cases(sysfs, cache)
-        environments = [os.environ | extra for _, _, extra in measured]
+        base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        environments = [base | extra for _, _, extra in measured]
         for (label, argv, _), env in zip(measured, environments, strict=True):
-            done = subprocess.run(argv, env=env, capture_output=True, text=True)  # warms, checks
+            done = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=quiet)
             if done.returncode != 0:
                 sys.exit(f"{label}: exit status {done.returncode}: {done.stderr.strip()}")
         times: dict[str, list[float]] = {label: [] for label, _, _ in measured}
         for _ in range(runs):
             for (label, argv, _), env in zip(measured, environments, strict=True):
                 start = time.perf_counter()
-                subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                subprocess.run(argv, env=env, cwd=quiet, stdout=DEVNULL, stderr=DEVNULL)
                 times[label].append(time.perf_counter() - start)
     return times
 
