@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from cli_runner import strata_core
 
+from strata_core.detect import nvidia
 from strata_core.hip import abi
 from strata_core.testing.sysfs import R9700, write_nvidia_gpu, write_sysfs
 
@@ -253,3 +254,9 @@ def test_the_hip_runtime_is_asked_only_where_sysfs_shows_an_amd_gpu(
         f"strata-core: HIP runtime not asked: no KFD GPU node and no AMD PCI display function "
         f"under {root}" in lines
     ) == (not asked)
+
+
+def test_without_the_nvidia_driver_nvml_is_a_note_and_the_cards_are_known_by_pci():
+    found = nvidia.interpret({"library": None, "tried": ["libnvidia-ml.so.1"]}, {})
+    assert found.notes == ("no NVIDIA driver found (tried libnvidia-ml.so.1)",)
+    assert found.complete_for == ()
