@@ -24,7 +24,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from subprocess import DEVNULL
 
 STRATA = [sys.executable, "-m", "strata_core"]
 
@@ -68,10 +67,11 @@ def processes(runs: int, sysfs: list[str]) -> dict[str, list[float]]:
             if done.returncode != 0:
                 sys.exit(f"{label}: exit status {done.returncode}: {done.stderr.strip()}")
         times: dict[str, list[float]] = {label: [] for label, _, _ in measured}
+        quietly = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
         for _ in range(runs):
             for (label, argv, _), env in zip(measured, environments, strict=True):
                 start = time.perf_counter()
-                subprocess.run(argv, env=env, cwd=quiet, stdout=DEVNULL, stderr=DEVNULL)
+                subprocess.run(argv, env=env, cwd=quiet, **quietly)
                 times[label].append(time.perf_counter() - start)
     return times
 
