@@ -1,6 +1,6 @@
 """Build hook: compiles the host kernel library (native/host) with the C compiler and writes
 the out-of-line cffi ABI modules of that library and of the HIP runtime, each beside the code
-that loads it, so that wheels and editable installs carry them. Wheels also carry the HIP
+that loads it (the CUDA driver and NVML among them), so that wheels and editable installs carry them. Wheels also carry the HIP
 kernel sources, for plugins built with the strata-kernels hook."""
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ FFI_MODULES = {
     Path("strata_core/host/_host_ffi.py"): HEADER,
     Path("strata_core/hip/_hip_ffi.py"): Path("native/include/strata_hip_runtime.h"),
     Path("strata_core/cuda/_cuda_ffi.py"): Path("native/include/strata_cuda_driver.h"),
+    Path("strata_core/cuda/_nvml_ffi.py"): Path("native/include/strata_nvml.h"),
     Path("strata_core/blas/_cublaslt_ffi.py"): Path("native/include/strata_cublaslt.h"),
     Path("strata_core/blas/_hipblaslt_ffi.py"): Path("native/include/strata_hipblaslt.h"),
     Path("strata_core/blas/_rocblas_ffi.py"): Path("native/include/strata_rocblas.h"),

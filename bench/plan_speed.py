@@ -1,12 +1,22 @@
-"""Planning speed: in-process planning with cached detection, and the `strata-core plan`
-command's start against a bare `python -c pass`.
+"""How fast `strata-core` answers, as whole processes beside a bare `python -c pass` in the
+same run: `--version`, `plan --json` uncached (STRATA_CACHE=0; also with the HIP probe, and
+both probes, turned off) and from a warm answer cache, `devices`, and `import strata_core.cli`.
+The commands take turns, round after round, so that a busy machine slows each alike; each
+time is a median of --runs rounds, after a first round that also writes the bytecode caches
+an installed package has (PYTHONDONTWRITEBYTECODE is dropped). Then in-process planning with
+cached detection.
 
-Run: uv run python bench/plan_speed.py
-Goals (issue 3): in-process planning well under 5 ms; the command within 3x a bare start.
+Runs wherever strata imports with this Python, the checkout's venv or a bare python3 with the
+wheels on PYTHONPATH (scripts/nvidia-gpu.sh):
+    python3 bench/plan_speed.py [--runs 15] [--sysfs DIR]
+Goals (issue 24): `plan --json` uncached at most 3x `python -c pass` without a GPU, 4x on the
+H200; cached at most 1.5x; `devices` at most 4x; `import strata_core.cli` at most 100 ms.
+Issue 3: in-process planning well under 5 ms.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import subprocess
@@ -15,15 +25,66 @@ import tempfile
 import time
 from pathlib import Path
 
-from strata_core.claims import assign
-from strata_core.devices import scan
-from strata_core.manager import PluginManager
-from strata_core.plan import build_plan
-from strata_core.records import DetectionContext, RunContext
-from strata_core.testing.sysfs import R9700, RADEON_780M, write_sysfs
+STRATA = [sys.executable, "-m", "strata_core"]
+
+
+def cases(sysfs: list[str], cache: str) -> list[tuple[str, list[str], dict[str, str]]]:
+    """(label, argv, environment changes) of each measured process."""
+    uncached = {"STRATA_CACHE": "0"}
+    return [
+        ("python -c pass", [sys.executable, "-c", "pass"], {}),
+        ("import strata_core.cli", [sys.executable, "-c", "import strata_core.cli"], {}),
+        ("--version", [*STRATA, "--version"], uncached),
+        ("plan --json", [*STRATA, "plan", "--json", *sysfs], uncached),
+        (
+            "plan --json, STRATA_HIP_PROBE=0",
+            [*STRATA, "plan", "--json", *sysfs],
+            uncached | {"STRATA_HIP_PROBE": "0"},
+        ),
+        (
+            "plan --json, both probes off",
+            [*STRATA, "plan", "--json", *sysfs],
+            uncached | {"STRATA_HIP_PROBE": "0", "STRATA_CUDA_PROBE": "0"},
+        ),
+        (
+            "plan --json, cache warm",
+            [*STRATA, "plan", "--json", *sysfs],
+            {"STRATA_CACHE": "1", "STRATA_CACHE_DIR": cache},
+        ),
+        ("devices", [*STRATA, "devices", *sysfs], uncached),
+    ]
+
+
+def processes(runs: int, sysfs: list[str]) -> dict[str, list[float]]:
+    """Each case's wall times, the cases taking turns in every round, in a folder of their own
+    (``-m`` puts it on sys.path, whose folders a cached answer depends on)."""
+    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as quiet:
+        measured = cases(sysfs, cache)
+        base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        environments = [base | extra for _, _, extra in measured]
+        for (label, argv, _), env in zip(measured, environments, strict=True):
+            done = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=quiet)
+            if done.returncode != 0:
+                sys.exit(f"{label}: exit status {done.returncode}: {done.stderr.strip()}")
+        times: dict[str, list[float]] = {label: [] for label, _, _ in measured}
+        quietly = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        for _ in range(runs):
+            for (label, argv, _), env in zip(measured, environments, strict=True):
+                start = time.perf_counter()
+                subprocess.run(argv, env=env, cwd=quiet, **quietly)
+                times[label].append(time.perf_counter() - start)
+    return times
 
 
 def in_process(runs: int = 2000) -> float:
+    """The median time of one build_plan, detection done once before."""
+    from strata_core.claims import assign
+    from strata_core.devices import scan
+    from strata_core.manager import PluginManager
+    from strata_core.plan import build_plan
+    from strata_core.records import DetectionContext, RunContext
+    from strata_core.testing.sysfs import R9700, RADEON_780M, write_sysfs
+
     env = dict(os.environ)
     with tempfile.TemporaryDirectory() as tmp:
         root = write_sysfs(Path(tmp), [RADEON_780M, R9700])
@@ -47,27 +108,21 @@ def in_process(runs: int = 2000) -> float:
     return statistics.median(times)
 
 
-def command(argv: list[str], runs: int = 21) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def main() -> None:
-    planning = in_process()
-    print(f"in-process plan, cached detection: {planning * 1e3:.3f} ms (median of 2000)")
-    with tempfile.TemporaryDirectory() as tmp:
-        root = write_sysfs(Path(tmp), [RADEON_780M, R9700])
-        bare = command([sys.executable, "-c", "pass"])
-        script = str(Path(sys.executable).parent / "strata-core")
-        plan = command([script, "plan", "--sysfs", str(root), "--json"])
-    print(
-        f"python -c pass: {bare * 1e3:.1f} ms; strata-core plan --json: {plan * 1e3:.1f} ms "
-        f"({plan / bare:.1f}x), medians of 21"
-    )
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=15, help="rounds (default 15)")
+    parser.add_argument("--sysfs", metavar="DIR", help="sysfs root (default: this machine's)")
+    args = parser.parse_args()
+    sysfs = ["--sysfs", args.sysfs] if args.sysfs else []
+    times = processes(args.runs, sysfs)
+    bare = statistics.median(times["python -c pass"])
+    print(f"{sys.executable} {sys.version.split()[0]}; {os.cpu_count()} CPUs; "
+          f"medians of {args.runs} runs; sysfs {args.sysfs or '/sys'}")  # fmt: skip
+    for label, measured in times.items():
+        median = statistics.median(measured)
+        spread = f"{min(measured) * 1e3:.0f}-{max(measured) * 1e3:.0f}"
+        print(f"  {label:34} {median * 1e3:7.1f} ms  ({spread} ms)  {median / bare:5.1f}x")
+    print(f"in-process plan, cached detection: {in_process() * 1e3:.3f} ms (median of 2000)")
 
 
 if __name__ == "__main__":

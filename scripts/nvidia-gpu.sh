@@ -5,7 +5,7 @@
 #   scripts/nvidia-gpu.sh run       on the GPU machine (no index needed): installs strata and
 #                                   strata-cuda from dist/, and from .whl/ what the machine's
 #                                   Python lacks, beside its own numpy and PyTorch, then runs
-#                                   plugins, devices, plan, run, run --json,
+#                                   plugins, devices, plan, bench/plan_speed.py, run, run --json,
 #                                   bench/gpu_kernels.py and bench/gpu_gemm.py, then calibrates
 #                                   cuBLASLt (strata-core tune), runs with and without the
 #                                   table (two runs each) and with a table naming a solution
@@ -45,6 +45,7 @@ run | kernels)
     strata-core plugins 2>&1 | grep -A6 '^cuda' || true
     strata-core devices
     strata-core plan | head -4
+    python3 "$repo/bench/plan_speed.py" | tee "$out/plan_speed.txt"
     if [ -z "${STRATA_CUBLASLT_LIBRARY:-}" ]; then
         lt=$(python3 -c 'import glob, os, torch
 print(next(iter(sorted(glob.glob(os.path.dirname(os.path.dirname(torch.__file__))

@@ -10,7 +10,6 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import attrs
-import cattrs
 
 DATA = Path(__file__).with_name("archdb.toml")
 HIPBLASLT, ROCBLAS = "hipBLASLt", "rocBLAS"
@@ -31,25 +30,30 @@ class SupportStatus(enum.Enum):
     BUILDS_BY_HAND = "builds by hand"
 
 
+_of = attrs.validators.instance_of
+
+
 @attrs.frozen
 class Arch:
     """One target's row; archdb.toml's header says what each field means."""
 
-    target: str
-    family: str
-    cards: tuple[str, ...]
+    target: str = attrs.field(validator=_of(str))
+    family: str = attrs.field(validator=_of(str))
+    cards: tuple[str, ...] = attrs.field(
+        converter=tuple, validator=attrs.validators.deep_iterable(_of(str))
+    )
     wave_size: int = attrs.field(validator=attrs.validators.in_((32, 64)))
-    matrix_cores: bool
-    int8_dot: str
-    integrated_only: bool
-    status: SupportStatus
-    page: str
+    matrix_cores: bool = attrs.field(validator=_of(bool))
+    int8_dot: str = attrs.field(validator=_of(str))
+    integrated_only: bool = attrs.field(validator=_of(bool))
+    status: SupportStatus = attrs.field(converter=SupportStatus)
+    page: str = attrs.field(validator=_of(str))
     table_library: str | None = attrs.field(
         default=None, validator=attrs.validators.in_((HIPBLASLT, ROCBLAS, None))
     )
-    wmma_prompt_gemm: bool = False
-    portable_kernels: bool = False
-    note: str = ""
+    wmma_prompt_gemm: bool = attrs.field(default=False, validator=_of(bool))
+    portable_kernels: bool = attrs.field(default=False, validator=_of(bool))
+    note: str = attrs.field(default="", validator=_of(str))
 
     @property
     def matrix_core_kernels(self) -> bool:
@@ -58,12 +62,11 @@ class Arch:
 
 
 def load(path: Path = DATA) -> dict[str, Arch]:
-    """Every row of the database at ``path``, by target."""
-    converter = cattrs.Converter(forbid_extra_keys=True)
+    """Every row of the database at ``path``, by target; a row with an unknown or missing
+    field is a TypeError, a mistyped value a TypeError or ValueError (attrs checks them, so
+    that reading the database needs no cattrs)."""
     rows = tomllib.loads(path.read_text(encoding="utf-8"))
-    return {
-        target: converter.structure(row | {"target": target}, Arch) for target, row in rows.items()
-    }
+    return {target: Arch(target=target, **row) for target, row in rows.items()}
 
 
 ARCHS: dict[str, Arch] = load()
@@ -121,5 +124,5 @@ def family_of(target: str) -> str:
     if capability is not None:
         return f"NVIDIA compute capability {capability // 10}.{capability % 10}"
     if target.startswith(NVIDIA_PREFIX):
-        return "NVIDIA, compute capability unknown (no CUDA driver described it)"
+        return "NVIDIA, compute capability unknown (the NVIDIA driver did not describe it)"
     return f"unknown gfx{target.removeprefix('gfx')[:-2]} family"

@@ -14,10 +14,8 @@ from typing import TYPE_CHECKING, NoReturn
 
 from . import __version__, log
 from .answer_cache import Recorder
-from .context import KV_TYPES, OS_NAMES, PACKS
+from .context import KV_TYPES, OS_NAMES, PACKS, READERS
 from .errors import StrataError
-from .pictures import READERS
-from .report import warn
 
 if TYPE_CHECKING:
     from .manager import PluginManager
@@ -397,7 +395,7 @@ def _fail(message: str, status: int, as_json: bool) -> int:
 
 def _plugins(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from .manager import PluginManager
-    from .report import plugin_dict, plugins_text
+    from .report import plugin_dict, plugins_text, warn
 
     manager = PluginManager.discover(env)
     if args.check:
@@ -417,6 +415,7 @@ def _check_plugins(args: argparse.Namespace, manager: PluginManager) -> int:
     """Exit 1 when any installed architecture plugin breaks a contract or fails to load."""
     from .conformance import check_plugin
     from .manager import PluginStatus
+    from .report import warn
 
     found = {
         name: check_plugin(manager.pm.get_plugin(name), name)
@@ -487,7 +486,7 @@ def _devices(request: PlanRequest, as_json: bool) -> int:
     from . import config as run_config
     from .context import this_os
     from .pipeline import detect
-    from .report import device_dict, devices_text
+    from .report import device_dict, devices_text, warn
 
     _, config = run_config.find_and_load(request.config, request.env, request.recorder)
     detected = detect(request, config)

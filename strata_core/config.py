@@ -8,13 +8,15 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import cattrs
 
 from .answer_cache import Recorder
 from .errors import StrataError
+
+if TYPE_CHECKING:
+    import cattrs
 
 #: The keys of the engine's server JSON config that strata reads; the rest are the engine's.
 SERVER_KEYS = ("exe", "args", "env", "gpu", "hip_ordinal", "backend", "hipblaslt_table")
@@ -99,6 +101,8 @@ def _hip_number(value: Any, _type: type) -> int | None:
 
 
 def _converter(forbid_extra_keys: bool) -> cattrs.Converter:
+    import cattrs  # only where a config is read or written
+
     converter = cattrs.Converter(forbid_extra_keys=forbid_extra_keys)
     converter.register_structure_hook(str, _strict_str)
     converter.register_structure_hook(bool | None, _strict_bool)
@@ -168,6 +172,8 @@ def _load_server_json(path: Path, text: str) -> RunConfig:
 
 
 def _structure(raw: dict, path: Path, text: str, forbid_extra_keys: bool) -> RunConfig:
+    import cattrs
+
     try:
         config = _converter(forbid_extra_keys).structure(raw, RunConfig)
         for key, role in config.gpu_roles.items():
@@ -191,6 +197,8 @@ def _structure(raw: dict, path: Path, text: str, forbid_extra_keys: bool) -> Run
 
 
 def _describe(exc: BaseException, type_: Any) -> str:
+    import cattrs
+
     if isinstance(exc, _BadValue):
         return str(exc)
     if isinstance(exc, cattrs.ForbiddenExtraKeysError):

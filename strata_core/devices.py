@@ -11,7 +11,7 @@ from .detect.visibility import override_for, parse_override, visible_devices
 from .manager import PluginManager
 from .records import DetectionContext, Device, DeviceReport
 
-#: the target of an NVIDIA card that no CUDA driver described
+#: the target of an NVIDIA card that NVML did not describe
 UNKNOWN_NVIDIA = archdb.NVIDIA_PREFIX + "unknown"
 #: Facts where KFD (the kernel, and its DRM counters) is trusted over the HIP runtime:
 #: the physical target (HIP reports the overridden one) and memory sizes.
@@ -91,16 +91,17 @@ def build_devices(
 
 
 def _nvidia_devices(merged: list[dict], listed: bool) -> list[Device]:
-    """NVIDIA cards by CUDA ordinal. The driver applies CUDA_VISIBLE_DEVICES itself, so a card
-    it does not list is hidden; without a driver the cards are known by PCI only, in PCI
-    order, and what they are is unknown."""
+    """NVIDIA cards by CUDA ordinal. Where NVML answered (``listed``), its reports carry the
+    ordinals with CUDA_VISIBLE_DEVICES applied, and a card it did not report is hidden;
+    without NVML the cards are known by PCI only, in PCI order, and what they are is
+    unknown."""
     devices = []
     for position, facts in enumerate(sorted(merged, key=lambda m: m["pci"] or "")):
         index, hidden_by = facts["cuda_index"], None
         if not listed:
             index = position
         elif index is None:
-            hidden_by = "not listed by the CUDA driver (CUDA_VISIBLE_DEVICES, or no driver)"
+            hidden_by = facts["hidden_by"] or "not listed by NVML"
         target = facts["gfx"] or UNKNOWN_NVIDIA
         devices.append(
             Device(
@@ -112,7 +113,7 @@ def _nvidia_devices(merged: list[dict], listed: bool) -> list[Device]:
                 wave_size=facts["wave_size"] or 32,
                 vram_bytes=facts["vram_bytes"],
                 integrated=bool(facts["integrated"]),
-                integrated_evidence=facts["integrated_evidence"] or "the CUDA driver",
+                integrated_evidence=facts["integrated_evidence"] or "NVML",
                 pci=facts["pci"],
                 seen_by=facts["seen_by"],
                 hidden_by=hidden_by,

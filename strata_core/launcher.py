@@ -7,9 +7,12 @@ import io
 import os
 import sys
 from collections.abc import Sequence
-from typing import TextIO
 
 from . import answer_cache
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the cache's path
+if TYPE_CHECKING:
+    from typing import TextIO
 
 CACHEABLE = ("plan", "devices")
 
@@ -43,6 +46,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _answer(argv: list[str]) -> int:
+    if argv == ["--version"]:  # what argparse says, without building the command line's parser
+        from . import __version__
+
+        print(f"strata-core {__version__}")
+        return 0
     env = dict(os.environ)
     cacheable = argv[:1] and argv[0] in CACHEABLE and "--output" not in argv
     if cacheable:

@@ -9,17 +9,19 @@ machine may want besides is in key=value fields such as ``kind``."""
 
 from __future__ import annotations
 
-import logging
 import sys
 from collections.abc import Mapping
 from typing import Any
-
-import structlog
 
 PROG = "strata-core"
 LEVELS = ("debug", "info", "warning", "error")
 FORMATS = ("people", "logfmt", "json")
 DEFAULT_LEVEL = "info"
+#: the numbers of the standard library's logging levels, without importing it
+_NUMBERS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
+#: the level and format that configure() set; structlog is set up at the first line said
+_settings = {"level": DEFAULT_LEVEL, "format": "people"}
+_logger: Any = None
 
 
 def level_from(verbose: bool, quiet: bool, env: Mapping[str, str]) -> str:
@@ -43,43 +45,58 @@ def _for_people(_logger: Any, method: str, event: dict) -> str:
 
 def configure(level: str = DEFAULT_LEVEL, fmt: str = "people") -> None:
     """How every later log call writes: on sys.stderr as it is at each call, so that a
-    redirection in force (the answer cache's) sees the lines."""
+    redirection in force (the answer cache's) sees the lines. structlog is imported at the
+    first line that the level lets through, so that a quiet command never loads it."""
+    global _logger
+    _settings.update(level=level, format=fmt)
+    _logger = None
+
+
+def _structlog_logger() -> Any:
+    import structlog
+
     processors: list[Any] = [structlog.processors.add_log_level]
-    if fmt == "people":
+    if _settings["format"] == "people":
         processors.append(_for_people)
     else:
         processors.append(structlog.processors.EventRenamer("msg"))
         processors.append(
             structlog.processors.LogfmtRenderer(key_order=["level", "msg"])
-            if fmt == "logfmt"
+            if _settings["format"] == "logfmt"
             else structlog.processors.JSONRenderer()
         )
     structlog.configure(
         processors=processors,
-        wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level.upper())),
+        wrapper_class=structlog.make_filtering_bound_logger(_NUMBERS[_settings["level"]]),
         logger_factory=lambda *_: structlog.PrintLogger(sys.stderr),
         cache_logger_on_first_use=False,
     )
-
-
-def get() -> Any:
     return structlog.get_logger()
 
 
+def get() -> Any:
+    global _logger
+    if _logger is None:
+        _logger = _structlog_logger()
+    return _logger
+
+
+def _say(method: str, message: str, fields: dict[str, Any]) -> None:
+    if _NUMBERS[method] >= _NUMBERS[_settings["level"]]:
+        getattr(get(), method)(message, **fields)
+
+
 def info(message: str, **fields: Any) -> None:
-    get().info(message, **fields)
+    _say("info", message, fields)
 
 
 def warning(message: str, **fields: Any) -> None:
-    get().warning(message, **fields)
+    _say("warning", message, fields)
 
 
 def error(message: str, **fields: Any) -> None:
-    get().error(message, **fields)
+    _say("error", message, fields)
 
 
 def debug(message: str, **fields: Any) -> None:
-    get().debug(message, **fields)
-
-
-configure()
+    _say("debug", message, fields)

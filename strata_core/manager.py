@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 import importlib
+import threading
 from collections.abc import Collection, Mapping
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
@@ -241,9 +242,16 @@ class PluginManager:
     def active(self) -> list[str]:
         return [n for n, r in self.records.items() if r.status is PluginStatus.ACTIVE]
 
-    def _call(self, hook_name: str, only: Collection[str] | None, **kwargs: Any) -> list:
+    def _call(
+        self,
+        hook_name: str,
+        only: Collection[str] | None,
+        side_by_side: bool = False,
+        **kwargs: Any,
+    ) -> list:
         """Call every implementation of a hook (or those of the ``only`` plugins) on its own,
-        in registration order, and return (plugin name, result) for each non-None result.
+        in registration order, or ``side_by_side`` in threads, and return (plugin name,
+        result) for each non-None result, in registration order.
 
         The caller's arguments are checked against the hook spec first: a wrong one is the
         caller's bug and raises TypeError, blaming no plugin. A plugin that raises, or returns
@@ -251,11 +259,13 @@ class PluginManager:
         """
         spec = hook_specs()[hook_name]
         spec.check_arguments(kwargs)
-        results = []
-        for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
-            name = impl.plugin_name
-            if only is not None and name not in only:
-                continue
+        impls = [
+            impl
+            for impl in getattr(self.pm.hook, hook_name).get_hookimpls()
+            if only is None or impl.plugin_name in only
+        ]
+
+        def answer(impl: Any) -> tuple[Any, BaseException | None]:
             try:
                 result = impl.function(*(kwargs[arg] for arg in impl.argnames))
                 if result is not None and not conforms(result, spec.returns):
@@ -263,17 +273,38 @@ class PluginManager:
                         f"returned {_describe(result)}, expected {hint_name(spec.returns)}"
                     )
             except (Exception, SystemExit) as exc:
-                if self.strict:
+                if self.strict and not side_by_side:
                     raise
-                self._fail(name, f"{hook_name} raised {type(exc).__name__}: {exc}")
-                continue
-            if result is not None:
-                results.append((name, result))
+                return None, exc
+            return result, None
+
+        if side_by_side and len(impls) > 1:
+            answers: list[tuple[Any, BaseException | None]] = [(None, None)] * len(impls)
+
+            def store(n: int, impl: Any) -> None:
+                answers[n] = answer(impl)
+
+            threads = [threading.Thread(target=store, args=item) for item in enumerate(impls)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        else:
+            answers = [answer(impl) for impl in impls]
+        results = []
+        for impl, (result, exc) in zip(impls, answers, strict=True):
+            if exc is not None:
+                if self.strict:
+                    raise exc
+                self._fail(impl.plugin_name, f"{hook_name} raised {type(exc).__name__}: {exc}")
+            elif result is not None:
+                results.append((impl.plugin_name, result))
         return results
 
     def detections(self, context: DetectionContext) -> list[tuple[str, Detection]]:
-        """Every detector's report (strata_detect_devices)."""
-        return self._call("strata_detect_devices", None, context=context)
+        """Every detector's report (strata_detect_devices), the detectors called side by side
+        so that the runtimes' probes, which wait on child processes, run at the same time."""
+        return self._call("strata_detect_devices", None, side_by_side=True, context=context)
 
     def claims(self, device: Device) -> list[tuple[str, Claim]]:
         """Every plugin's claim on ``device`` (strata_claim_device)."""

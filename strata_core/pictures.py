@@ -9,7 +9,6 @@ import attrs
 from .records import Device
 
 GPU_READER_FROM_BYTES = 24 * 10**9
-READERS = ("gpu", "cpu")
 RDNA3 = ("gfx1100", "gfx1101", "gfx1102")
 
 

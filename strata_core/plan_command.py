@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 from collections.abc import Mapping
 
@@ -12,7 +11,6 @@ import attrs
 from . import config as run_config
 from . import log
 from .errors import StrataError
-from .files import write_atomic
 from .pipeline import PlanRequest, make_plan
 from .plan import Plan, declarations
 from .report import explain_text, plan_dict, plan_text, warn
@@ -42,6 +40,8 @@ def run_plan(request: PlanRequest, args: argparse.Namespace) -> int:
             )
         )
         if args.output:
+            from .files import write_atomic
+
             write_atomic(args.output, text)
         else:
             print(text, end="")
@@ -55,6 +55,8 @@ def switch_named(name: str, switches: Mapping[str, Switch], plugin: str) -> str:
     by_folded = {known.casefold(): known for known in switches}
     if name.casefold() in by_folded:
         return by_folded[name.casefold()]
+    import difflib
+
     close = difflib.get_close_matches(name.casefold(), list(by_folded), n=1, cutoff=0.8)
     hint = f"; did you mean {by_folded[close[0]]}?" if close else ""
     raise StrataError(f"--explain {name}: no switch of {plugin} has that name{hint}")

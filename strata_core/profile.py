@@ -5,13 +5,28 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-import cattrs
+import attrs
 
 from .answer_cache import Recorder
 from .errors import StrataError
 from .records import Workload
 
 DEFAULT = Path(__file__).resolve().parent / "profiles" / "default.toml"
+
+
+def _structure(raw: dict, path: Path) -> Workload:
+    """A profile whose every key is a Workload field with a value of the field's type is
+    read by attrs alone (every plan reads the shipped one, and cattrs costs more to import
+    than to use); any other by cattrs, which says what is wrong."""
+    fields = attrs.fields_dict(Workload)
+    if all(k in fields and type(v) is type(fields[k].default) for k, v in raw.items()):
+        return Workload(**raw)
+    import cattrs
+
+    try:
+        return cattrs.Converter(forbid_extra_keys=True).structure(raw, Workload)
+    except cattrs.BaseValidationError as exc:
+        raise StrataError(f"{path}: {cattrs.transform_error(exc, path='profile')[0]}") from None
 
 
 def load(path: Path | None = None, recorder: Recorder | None = None) -> Workload:
@@ -24,12 +39,7 @@ def load(path: Path | None = None, recorder: Recorder | None = None) -> Workload
         raise StrataError(f"{path}: not UTF-8 text (byte {exc.start}); not a profile") from None
     except tomllib.TOMLDecodeError as exc:
         raise StrataError(f"{path}: not valid TOML: {exc}") from None
-    converter = cattrs.Converter(forbid_extra_keys=True)
-    try:
-        workload = converter.structure(raw, Workload)
-    except cattrs.BaseValidationError as exc:
-        first = cattrs.transform_error(exc, path="profile")[0]
-        raise StrataError(f"{path}: {first}") from None
+    workload = _structure(raw, path)
     for name in (
         "hidden",
         "ffn",

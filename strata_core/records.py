@@ -17,7 +17,7 @@ class DetectionContext:
     sysfs: Path = Path("/sys")
     env: Mapping[str, str] = attrs.field(factory=dict)
     hip_probe: bool = True
-    #: the seconds each probe (HIP runtime, CUDA driver) may take
+    #: the seconds each probe (HIP runtime, NVML) may take
     hip_timeout_s: float = 15.0
     cuda_probe: bool = False
     #: reads the files a detector depends on, for the answer cache
@@ -46,6 +46,9 @@ class DeviceReport:
     integrated: bool | None = None
     integrated_evidence: str | None = None
     vendor: str = "amd"
+    #: what hides the card from its runtime (``CUDA_VISIBLE_DEVICES=1``), where a detector
+    #: applies the runtime's visibility itself
+    hidden_by: str | None = None
 
 
 @attrs.frozen

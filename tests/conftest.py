@@ -56,6 +56,7 @@ STAND_IN = FIXTURES / "hip_stand_in.c"
 #: the BLAS libraries' stand-ins, linked into the runtime's (STRATA_CUBLASLT_LIBRARY and the
 #: like name the same file)
 BLAS_STAND_IN = FIXTURES / "blas_stand_in.c"
+NVML_STAND_IN = FIXTURES / "nvml_stand_in.c"
 
 
 @pytest.fixture(scope="session")
@@ -71,6 +72,17 @@ def stand_in(tmp_path_factory) -> str:
             str(STAND_IN),
             str(BLAS_STAND_IN),
         ],
+        check=True,
+    )
+    return str(library)
+
+
+@pytest.fixture(scope="session")
+def nvml_stand_in(tmp_path_factory) -> str:
+    """The stand-in NVML of tests/fixtures/nvml_stand_in.c (its cards: STAND_IN_NVML_CARDS)."""
+    library = tmp_path_factory.mktemp("nvml") / "libnvidia-ml.so.1"
+    subprocess.run(
+        [shutil.which("cc") or "gcc", "-shared", "-fPIC", "-o", str(library), str(NVML_STAND_IN)],
         check=True,
     )
     return str(library)

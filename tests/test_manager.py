@@ -1,12 +1,15 @@
 """Discovery through entry points, allow and deny lists, broken plugins, API versions, ties."""
 
 import sys
+import threading
 
 import pytest
 
 from strata_core.claims import assign
+from strata_core.hookspec import hookimpl
 from strata_core.manager import PluginManager, PluginStatus
 from strata_core.pipeline import PlanRequest, make_plan
+from strata_core.records import Detection, DetectionContext
 from strata_core.testing.distributions import write_distribution
 from strata_core.testing.sysfs import RX_7900_XTX
 
@@ -283,3 +286,27 @@ def test_a_plugin_that_breaks_while_the_plan_is_built_is_in_the_plans_warnings(s
         "PluginError: returned list, expected tuple[KernelChoice, ...]"
     ) in outcome.plan.warnings
     assert status(outcome.manager, "badkernels") is PluginStatus.BROKEN
+
+
+def test_detectors_are_asked_side_by_side_and_answer_in_their_order(env, tmp_path):
+    """The HIP and NVML probes wait on child processes, so every detector is asked at once."""
+    both = threading.Barrier(2)
+
+    class Detector:
+        strata_api_version = 1
+
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        @hookimpl
+        def strata_detect_devices(self, context: DetectionContext) -> Detection:
+            both.wait(timeout=60)  # asked one after the other, the first one breaks it
+            return Detection(notes=(self.name,))
+
+    manager = PluginManager.holding(
+        {"first": Detector("first"), "second": Detector("second")}, env, builtins=()
+    )
+    answers = manager.detections(DetectionContext(sysfs=tmp_path, env=env))
+    order = [i.plugin_name for i in manager.pm.hook.strata_detect_devices.get_hookimpls()]
+    assert [(name, detection.notes) for name, detection in answers] == [(n, (n,)) for n in order]
+    assert manager.problems == []

@@ -1,6 +1,7 @@
-"""NVIDIA cards: seen on the PCI bus of a sysfs tree, described by the CUDA driver (here the
-stand-in of tests/fixtures/hip_stand_in.c, which is also a libcuda), run by the cuda plugin;
-the backend choice of the reference page ("Setup picks --backend hip by itself on a PC with no
+"""NVIDIA cards: seen on the PCI bus of a sysfs tree, described by NVML (here the stand-in of
+tests/fixtures/nvml_stand_in.c), CUDA_VISIBLE_DEVICES applied as the driver applies it, run by
+the cuda plugin through the CUDA driver (the stand-in of tests/fixtures/hip_stand_in.c, which is
+also a libcuda); the backend choice of the reference page ("Setup picks --backend hip by itself on a PC with no
 NVIDIA card Strata can use. ... mixed AMD/NVIDIA runs are not supported")."""
 
 import json
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 from cli_runner import strata_core
 
+from strata_core.detect import nvidia
 from strata_core.hip import abi
 from strata_core.testing.sysfs import R9700, write_nvidia_gpu, write_sysfs
 
@@ -25,15 +27,22 @@ def nvidia_tree(tmp_path):
     return write_nvidia_gpu(write_sysfs(tmp_path / "sys", [R9700]), PCI)
 
 
-def with_driver(env, library, **more):
-    """The environment of a PC whose CUDA driver is the stand-in, an H200 by default."""
-    driver = {
-        "STRATA_CUDA_PROBE": "1",
-        "STRATA_CUDA_LIBRARY": library,
-        "STRATA_CUBLASLT_LIBRARY": library,
-        "STAND_IN_ARCH": "sm_90",
-    }
-    return env | driver | more
+@pytest.fixture
+def with_driver(nvml_stand_in):
+    """The environment of a PC whose NVIDIA driver is the stand-ins' (NVML, CUDA driver,
+    cuBLASLt), an H200 by default."""
+
+    def environment(env, library, **more):
+        driver = {
+            "STRATA_CUDA_PROBE": "1",
+            "STRATA_NVML_LIBRARY": nvml_stand_in,
+            "STRATA_CUDA_LIBRARY": library,
+            "STRATA_CUBLASLT_LIBRARY": library,
+            "STAND_IN_ARCH": "sm_90",
+        }
+        return env | driver | more
+
+    return environment
 
 
 def devices_json(root, env) -> dict:
@@ -50,7 +59,7 @@ def test_without_a_driver_the_card_is_known_by_pci_and_the_hip_backend_runs(nvid
     assert amd["selected"] and not nvidia["selected"]
 
 
-def test_the_driver_describes_the_card_and_the_cuda_backend_runs_it(nvidia_tree, env, stand_in):
+def test_the_driver_describes_the_card_and_the_cuda_backend_runs_it(nvidia_tree, env, stand_in, with_driver):
     answer = devices_json(nvidia_tree, with_driver(env, stand_in))
     amd, nvidia = answer["devices"]
     assert (nvidia["name"], nvidia["gfx"], nvidia["index"]) == ("NVIDIA H200", "sm_90", 0)
@@ -70,37 +79,56 @@ def test_the_driver_describes_the_card_and_the_cuda_backend_runs_it(nvidia_tree,
     assert plan["kernels"]["matvec_q8_0"]["variant"] == "dp4a"
 
 
-def test_cuda_visible_devices_hides_the_card_as_the_driver_does(nvidia_tree, env, stand_in):
+def test_cuda_visible_devices_hides_the_card_as_the_driver_does(nvidia_tree, env, stand_in, with_driver):
     answer = devices_json(nvidia_tree, with_driver(env, stand_in, CUDA_VISIBLE_DEVICES="-1"))
     amd, nvidia = answer["devices"]
-    assert nvidia["reason"].startswith("hidden by not listed by the CUDA driver")
+    assert nvidia["reason"].startswith("hidden by CUDA_VISIBLE_DEVICES=-1")
     # the ROCm runtime reads CUDA_VISIBLE_DEVICES as HIP_VISIBLE_DEVICES: the R9700 goes too
     assert amd["reason"].startswith("hidden by CUDA_VISIBLE_DEVICES")
     assert answer["selected"] == []
 
 
-def test_a_newer_card_runs_the_newest_ptx_below_it(tmp_path, env, stand_in):
+def test_a_newer_card_runs_the_newest_ptx_below_it(tmp_path, env, stand_in, with_driver):
     root = write_nvidia_gpu(tmp_path / "sys", PCI)
     answer = devices_json(root, with_driver(env, stand_in, STAND_IN_ARCH="sm_120"))
     (card,) = answer["devices"]
     assert card["reason"] == "cuda runs its sm_90 PTX on sm_120 (the driver compiles it)"
 
 
-def test_a_driver_that_crashes_is_one_line(nvidia_tree, env, stand_in):
+@pytest.mark.parametrize(
+    ("fault", "problem"),
+    [
+        ("segv-on-load", "NVML probe failed (exit status -11: no message)"),
+        ("hang-count", "NVML probe gave no answer within 2 s"),
+    ],
+)
+def test_a_driver_that_crashes_or_hangs_is_one_line(
+    nvidia_tree, env, stand_in, with_driver, fault, problem
+):
     result = run(
-        "devices", "--sysfs", str(nvidia_tree),
-        env=with_driver(env, stand_in, STAND_IN_FAULT="segv-on-load"),
+        "devices", "--json", "--sysfs", str(nvidia_tree),
+        env=with_driver(env, stand_in, STAND_IN_FAULT=fault, STRATA_HIP_PROBE_TIMEOUT="2"),
     )  # fmt: skip
     assert result.returncode == 0
-    assert any(
-        line.startswith("strata-core: warning: CUDA driver probe failed (exit status -11")
-        and line.endswith("NVIDIA cards are known by PCI only")
-        for line in result.stderr.splitlines()
-    )
+    assert json.loads(result.stdout)["warnings"] == [
+        f"{problem}; NVIDIA cards are known by PCI only"
+        + (" (STRATA_HIP_PROBE_TIMEOUT sets the limit)" if fault == "hang-count" else "")
+    ]
+    assert result.stderr == ""
+
+
+def test_what_the_driver_prints_stays_out_of_the_answer(nvidia_tree, env, stand_in, with_driver):
+    result = run(
+        "plan", "--json", "--sysfs", str(nvidia_tree),
+        env=with_driver(env, stand_in, STAND_IN_FAULT="print"),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["device"]["gfx"] == "sm_90"
+    assert "hello" not in result.stdout + result.stderr
 
 
 def test_run_on_an_nvidia_card_runs_every_kernel_through_the_driver(
-    tmp_path, env, emulating_stand_in
+    tmp_path, env, emulating_stand_in, with_driver
 ):
     root = write_nvidia_gpu(tmp_path / "sys", PCI)
     launches = tmp_path / "launches"
@@ -129,7 +157,7 @@ def test_run_on_an_nvidia_card_runs_every_kernel_through_the_driver(
 
 
 def test_run_times_each_call_on_the_gpu_behind_a_hold_and_from_the_host(
-    tmp_path, env, emulating_stand_in
+    tmp_path, env, emulating_stand_in, with_driver
 ):
     """Each call of the workload follows the read kernel over the profile's gpu_read_bytes (the
     queue held, as
@@ -155,7 +183,7 @@ def test_run_times_each_call_on_the_gpu_behind_a_hold_and_from_the_host(
     assert header.split()[4:6] == ["GPU", "median"] and header.endswith("host call")
 
 
-def test_gpus_names_cuda_devices_when_the_cuda_backend_runs(nvidia_tree, env, stand_in):
+def test_gpus_names_cuda_devices_when_the_cuda_backend_runs(nvidia_tree, env, stand_in, with_driver):
     result = run(
         "plan", "--gpus", "0,1", "--sysfs", str(nvidia_tree), env=with_driver(env, stand_in)
     )
@@ -163,3 +191,99 @@ def test_gpus_names_cuda_devices_when_the_cuda_backend_runs(nvidia_tree, env, st
     assert result.stderr.splitlines()[-1] == (
         "strata-core: --gpus from command line: no CUDA device 1 (visible CUDA devices: 0)"
     )
+
+
+A100_MIGS = "MIG-a100aaaa-0001:10+MIG-a100aaaa-0002:20"
+TWO_CARDS = (
+    "NVIDIA H200,00000000:41:00.0,9.0,141,GPU-aaaa1111-0000-0000;"
+    f"NVIDIA A100-SXM4-80GB,00000000:c1:00.0,8.0,80,GPU-bbbb2222-0000-0000,{A100_MIGS}"
+)
+
+
+@pytest.mark.parametrize(
+    ("visible", "expected"),
+    [
+        # (name, CUDA ordinal, GiB) of the H200 at 41:00.0 and the A100 at c1:00.0
+        (None, [("NVIDIA H200", 0, 141), ("NVIDIA A100-SXM4-80GB", 1, 80)]),
+        ("1,0", [("NVIDIA H200", 1, 141), ("NVIDIA A100-SXM4-80GB", 0, 80)]),
+        ("GPU-bbbb", [("NVIDIA H200", None, 141), ("NVIDIA A100-SXM4-80GB", 0, 80)]),
+        ("0,7,1", [("NVIDIA H200", 0, 141), ("NVIDIA A100-SXM4-80GB", None, 80)]),
+        (
+            "MIG-a100aaaa-0002",
+            [("NVIDIA H200", None, 141), ("NVIDIA A100-SXM4-80GB MIG MIG-a100aaaa-0002", 0, 20)],
+        ),
+    ],
+)
+def test_nvml_lists_every_card_and_strata_applies_cuda_visible_devices(
+    tmp_path, env, stand_in, with_driver, visible, expected
+):
+    root = write_nvidia_gpu(write_nvidia_gpu(tmp_path / "sys", PCI), "0000:c1:00.0")
+    more = {"STAND_IN_NVML_CARDS": TWO_CARDS}
+    if visible is not None:
+        more["CUDA_VISIBLE_DEVICES"] = visible
+    answer = devices_json(root, with_driver(env, stand_in, **more))
+    cards = [(d["name"], d["index"], d["vram_bytes"] >> 30) for d in answer["devices"]]
+    assert cards == expected
+    for device, (_, index, _) in zip(answer["devices"], expected, strict=True):
+        hidden = device["reason"] == f"hidden by CUDA_VISIBLE_DEVICES={visible}"
+        assert hidden == (index is None)
+    seen = len([i for _, i, _ in expected if i is not None])
+    assert (
+        f"NVML {with_driver(env, stand_in)['STRATA_NVML_LIBRARY']} (driver 580.159.04, "
+        f"CUDA 13.0) sees {seen if seen == 2 else f'{seen} of 2'} device(s)"
+    ) in answer["notes"]
+
+
+def test_no_nvml_without_an_nvidia_card(tmp_path, env, stand_in, with_driver):
+    root = write_sysfs(tmp_path / "sys", [R9700])
+    result = run(
+        "devices", "-v", "--sysfs", str(root),
+        env=with_driver(env, stand_in, STAND_IN_FAULT="segv-on-load"),
+    )  # fmt: skip
+    assert result.returncode == 0
+    assert "warning" not in result.stderr
+    assert (
+        f"strata-core: NVML not asked: no NVIDIA PCI display function under {root}"
+        in result.stderr.splitlines()
+    )
+
+
+def _amd_display_function(root, pci="0000:03:00.0"):
+    function = root / "bus/pci/devices" / pci
+    function.mkdir(parents=True)
+    (function / "vendor").write_text("0x1002\n")
+    (function / "class").write_text("0x030000\n")
+    return root
+
+
+@pytest.mark.parametrize(
+    ("tree", "asked"),
+    [
+        (lambda root: write_nvidia_gpu(root, PCI), False),
+        (lambda root: write_sysfs(root, [R9700]), True),  # a KFD GPU node
+        (_amd_display_function, True),  # an AMD PCI display function, no KFD
+    ],
+)
+def test_the_hip_runtime_is_asked_only_where_sysfs_shows_an_amd_gpu(
+    tmp_path, env, stand_in, tree, asked
+):
+    root = tree(tmp_path / "sys")
+    result = run(
+        "devices", "-v", "--hip", "--sysfs", str(root),
+        env=env | {"STRATA_HIP_LIBRARY": stand_in, "STAND_IN_FAULT": "segv-on-load"},
+    )  # fmt: skip
+    assert result.returncode == 0
+    lines = result.stderr.splitlines()
+    crashed = any("HIP runtime probe failed (exit status -11" in line for line in lines)
+    assert crashed == asked
+    assert any(line.startswith("strata-core: asking the HIP runtime: ") for line in lines) == asked
+    assert (
+        f"strata-core: HIP runtime not asked: no KFD GPU node and no AMD PCI display function "
+        f"under {root}" in lines
+    ) == (not asked)
+
+
+def test_without_the_nvidia_driver_nvml_is_a_note_and_the_cards_are_known_by_pci():
+    found = nvidia.interpret({"library": None, "tried": ["libnvidia-ml.so.1"]}, {})
+    assert found.notes == ("no NVIDIA driver found (tried libnvidia-ml.so.1)",)
+    assert found.complete_for == ()

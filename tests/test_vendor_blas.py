@@ -117,7 +117,7 @@ def test_a_missing_library_is_one_line(stand_in, tmp_path):
 
 
 @pytest.fixture
-def card(tmp_path, env, stand_in, emulating_stand_in):
+def card(tmp_path, env, stand_in, emulating_stand_in, nvml_stand_in):
     """`strata-core CMD` on an H200 the stand-in plays, cuBLASLt its stand-in, the four-prompt
     workload, tables calibrated into this test's data folder. A run's kernels compute (the
     emulating stand-in); a calibration needs only the GEMMs (the plain one, whose read kernel
@@ -127,6 +127,7 @@ def card(tmp_path, env, stand_in, emulating_stand_in):
     profile.write_text(FOUR_PROMPTS)
     base = env | {
         "STRATA_CUDA_PROBE": "1",
+        "STRATA_NVML_LIBRARY": nvml_stand_in,
         "STAND_IN_ARCH": "sm_90",
         "XDG_DATA_HOME": str(tmp_path / "data"),
     }
@@ -251,9 +252,15 @@ def test_tune_on_a_card_names_a_wrong_output_before_measuring(card, tmp_path):
     ]
 
 
-def test_tune_host_calibrates_the_host_backend_where_a_card_runs(tmp_path, env, stand_in):
+def test_tune_host_calibrates_the_host_backend_where_a_card_runs(
+    tmp_path, env, stand_in, nvml_stand_in
+):
     root = write_nvidia_gpu(tmp_path / "sys", "0000:41:00.0")
-    carried = env | {"STRATA_CUDA_PROBE": "1", "STRATA_CUDA_LIBRARY": stand_in}
+    carried = env | {
+        "STRATA_CUDA_PROBE": "1",
+        "STRATA_CUDA_LIBRARY": stand_in,
+        "STRATA_NVML_LIBRARY": nvml_stand_in,
+    }
     case = ("tune", "--sysfs", str(root), "--host", "--case", "32,qkv,96,64,f32")
     result = strata_core(*case, "--repeats", "3", "--output", str(tmp_path), env=carried)
     (table,) = tmp_path.glob("*-host-*.txt")

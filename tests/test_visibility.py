@@ -1,6 +1,11 @@
 import pytest
 
-from strata_core.detect.visibility import override_for, parse_override, visible_devices
+from strata_core.detect.visibility import (
+    cuda_visible_devices,
+    override_for,
+    parse_override,
+    visible_devices,
+)
 
 UUIDS = ["aaaa000000000001", "bbbb000000000002", None]
 
@@ -64,3 +69,36 @@ def test_per_node_override_wins_over_the_global_one_and_empty_is_unset():
     assert override_for(1, env) == ("HSA_OVERRIDE_GFX_VERSION", "10.3.0")
     assert override_for(3, env) == ("HSA_OVERRIDE_GFX_VERSION", "10.3.0")
     assert override_for(1, {"HSA_OVERRIDE_GFX_VERSION": " "}) is None
+
+
+CARDS = ["GPU-8932f937-d72c-4106", "GPU-8932aa00-0000-0000", "GPU-77aa0000-0000-0000"]
+MIGS = [[], ["MIG-c0ffee00-1111", "MIG-c0ffee00-2222"], []]
+
+
+@pytest.mark.parametrize(
+    ("value", "order"),
+    [
+        (None, [(0, None), (1, None), (2, None)]),
+        ("", []),
+        ("2,1", [(2, None), (1, None)]),  # the guide's example: 0 invisible, 2 before 1
+        ("0,2,-1,1", [(0, None), (2, None)]),  # and: an invalid index ends the list
+        ("0,9,1", [(0, None)]),  # an index past the last card is invalid too
+        ("1gpu2,2ampere", [(1, None), (2, None)]),  # read as strtoul reads them
+        ("1,1", []),  # a card named twice leaves none
+        ("GPU-77aa,GPU-8932f937", [(2, None), (0, None)]),  # unique prefixes
+        ("GPU-8932,0", []),  # an ambiguous prefix is invalid
+        ("GPU-8932f937,1", [(0, None)]),  # another kind of entry ends the list
+        ("1,GPU-77aa", [(1, None)]),
+        ("MIG-c0ffee00-2222", [(1, "MIG-c0ffee00-2222")]),
+        ("MIG-c0ffee00-1111,MIG-c0ffee00-2222", [(1, "MIG-c0ffee00-1111")]),  # one per card
+        ("MIG-c0ffee00", []),  # ambiguous
+    ],
+)
+def test_cuda_visible_devices_as_the_driver_reads_them(value, order):
+    env = {} if value is None else {"CUDA_VISIBLE_DEVICES": value}
+    result = cuda_visible_devices(CARDS, MIGS, env)
+    assert list(result.order) == order
+    shown = {card for card, _ in order}
+    assert result.hidden == {
+        n: f"CUDA_VISIBLE_DEVICES={value}" for n in range(len(CARDS)) if n not in shown
+    }

@@ -1,11 +1,13 @@
-"""Built-in detector: asks the HIP runtime (libamdhip64) what it sees, in a child process."""
+"""Built-in detector: asks the HIP runtime (libamdhip64) what it sees, in a child process,
+where sysfs shows an AMD GPU (strata_core.detect.hardware)."""
 
 from __future__ import annotations
 
-from .. import library_search
+from .. import library_search, log
 from ..child import ChildFailed, child_environment, run_json_module
 from ..hookspec import hookimpl
 from ..records import Detection, DetectionContext, DeviceReport
+from .hardware import amd_gpu
 from .visibility import is_runtime_variable
 
 
@@ -20,6 +22,15 @@ strata_api_version = 1
 def strata_detect_devices(context: DetectionContext) -> Detection | None:
     if not context.hip_probe:
         return None
+    evidence = amd_gpu(context.sysfs, context.recorder)
+    if evidence is None:
+        log.debug(
+            f"HIP runtime not asked: no KFD GPU node and no AMD PCI display function under "
+            f"{context.sysfs}",
+            kind="detection",
+        )
+        return None
+    log.debug(f"asking the HIP runtime: {evidence}", kind="detection")
     return run_probe(context)
 
 

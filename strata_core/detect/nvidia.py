@@ -1,72 +1,103 @@
-"""Built-in detector: asks the CUDA driver (libcuda.so.1) what it sees, in a child process:
-each device's name, compute capability, memory and PCI address, by CUDA ordinal."""
+"""Built-in detector: what NVML (libnvidia-ml.so.1, the library nvidia-smi reads) says of
+each NVIDIA card, where sysfs shows one (strata_core.detect.hardware): name, PCI address,
+memory, compute capability, driver and CUDA versions. NVML creates no CUDA context and
+answers in milliseconds, so it runs in a fork of this process (a driver that crashes, hangs
+or prints still costs one line) and the CUDA driver is opened only by a run. NVML lists every
+card; CUDA_VISIBLE_DEVICES is applied here as the driver applies it."""
 
 from __future__ import annotations
 
-from .. import library_search
-from ..child import ChildFailed, child_environment, run_json_module
+from collections.abc import Mapping
+
+from .. import library_search, log
+from ..child import ChildFailed, run_json_forked
+from ..cuda import nvml
 from ..hookspec import hookimpl
 from ..records import Detection, DetectionContext, DeviceReport
+from .hardware import nvidia_gpu
+from .visibility import cuda_visible_devices
 
 strata_api_version = 1
-
-#: what the probe child reads: the driver's own visibility variable and where it is
-OWNED = frozenset({"CUDA_VISIBLE_DEVICES", "STRATA_CUDA_LIBRARY"})
 
 
 @hookimpl
 def strata_detect_devices(context: DetectionContext) -> Detection | None:
     if not context.cuda_probe:
         return None
-    library_search.record(context.env, "STRATA_CUDA_LIBRARY", context.recorder)
+    evidence = nvidia_gpu(context.sysfs, context.recorder)
+    if evidence is None:
+        log.debug(
+            f"NVML not asked: no NVIDIA PCI display function under {context.sysfs}",
+            kind="detection",
+        )
+        return None
+    log.debug(f"asking NVML: {evidence}", kind="detection")
+    return run_probe(context)
+
+
+def run_probe(context: DetectionContext) -> Detection:
+    library_search.record(context.env, nvml.VARIABLE, context.recorder)
+    from ..cuda import _nvml_ffi  # noqa: F401 - imported here, not in the fork
+
     try:
-        answer = run_json_module(
-            "strata_core.cuda.probe",
-            child_environment(context.env, OWNED.__contains__),
-            context.hip_timeout_s,
-            "CUDA driver probe",
-            context.recorder,
+        answer = run_json_forked(
+            nvml.query, context.env, context.hip_timeout_s, "NVML probe", context.recorder
         )
     except ChildFailed as failed:
-        return Detection(problems=(f"{failed}; NVIDIA cards are known by PCI only",))
-    return interpret(answer)
+        problem = str(failed)
+        hint = " (STRATA_HIP_PROBE_TIMEOUT sets the limit)" if "no answer" in problem else ""
+        return Detection(problems=(f"{problem}; NVIDIA cards are known by PCI only{hint}",))
+    return interpret(answer, context.env)
 
 
-def interpret(answer: dict) -> Detection:
-    """Turn the probe's JSON answer into reports and notes."""
+def interpret(answer: dict, env: Mapping[str, str]) -> Detection:
+    """Turn NVML's answer into reports by CUDA ordinal, CUDA_VISIBLE_DEVICES in ``env``
+    applied, and a note."""
     library = answer.get("library")
     if library is None:
         named = answer.get("named")
         if named:
-            return Detection(problems=(f"no CUDA driver: {named}",))
-        return Detection(notes=("no CUDA driver found (tried libcuda.so.1)",))
-    version = answer.get("driver_version")
-    where = f"CUDA driver {library}" + (f" ({_version(version)})" if version else "")
+            return Detection(problems=(f"no NVML: {named}",))
+        return Detection(notes=("no NVIDIA driver found (tried libnvidia-ml.so.1)",))
+    versions = [f"driver {answer['driver_version']}"] if "driver_version" in answer else []
+    if "cuda_version" in answer:
+        versions.append(_cuda_version(answer["cuda_version"]))
+    where = f"NVML {library}" + (f" ({', '.join(versions)})" if versions else "")
     if "error" in answer:
         return Detection(problems=(f"{where}: {answer['error']}",))
-    devices = answer.get("devices", [])
-    reports = tuple(
-        DeviceReport(
-            source="nvidia",
-            pci=d.get("pci"),
-            cuda_index=d["index"],
-            name=d.get("name") or None,
-            gfx=d.get("target"),
-            wave_size=d.get("warp_size"),
-            vram_bytes=d.get("total_mem"),
-            integrated=d.get("integrated"),
-            integrated_evidence="CUDA integrated attribute" if "integrated" in d else None,
-            vendor="nvidia",
+    cards = answer.get("devices", [])
+    migs = [[m["uuid"] for m in c.get("mig", [])] for c in cards]
+    visible = cuda_visible_devices([c.get("uuid") for c in cards], migs, env)
+    ordinal = {card: (n, mig) for n, (card, mig) in enumerate(visible.order)}
+    reports = []
+    for position, card in enumerate(cards):
+        index, mig = ordinal.get(position, (None, None))
+        name, memory = card.get("name"), card.get("total_mem")
+        if mig is not None:
+            name = f"{name} MIG {mig}"
+            memory = next(m.get("total_mem") for m in card["mig"] if m["uuid"] == mig)
+        reports.append(
+            DeviceReport(
+                source="nvidia",
+                pci=card.get("pci"),
+                cuda_index=index,
+                name=name or None,
+                gfx=card.get("target"),
+                vram_bytes=memory,
+                integrated=False,
+                integrated_evidence="NVML (it lists discrete cards only)",
+                vendor="nvidia",
+                hidden_by=visible.hidden.get(position),
+            )
         )
-        for d in devices
-    )
+    shown = f"{len(visible.order)} of {len(cards)}" if visible.hidden else str(len(cards))
     return Detection(
-        reports=reports,
-        notes=(f"{where} sees {len(devices)} device(s)",),
+        reports=tuple(reports),
+        notes=(f"{where} sees {shown} device(s)",),
         complete_for=("nvidia",),
     )
 
 
-def _version(version: int) -> str:
+def _cuda_version(version: int) -> str:
     """CUDA_VERSION is major * 1000 + minor * 10."""
     return f"CUDA {version // 1000}.{version % 1000 // 10}"

@@ -1,4 +1,5 @@
-"""What the ROCm runtime does with its visibility and override variables, as pure functions.
+"""What the ROCm runtime and the CUDA driver do with their visibility and override variables,
+as pure functions.
 
 ROCR_VISIBLE_DEVICES filters (and orders) the GPUs in KFD order, by index or ``GPU-<uuid>``;
 then HIP_VISIBLE_DEVICES (or CUDA_VISIBLE_DEVICES) filters the result. In each, an empty
@@ -99,3 +100,65 @@ def override_for(node_id: int | None, env: Mapping[str, str]) -> tuple[str, str]
         if env.get(key, "").strip():
             return key, env[key]
     return None
+
+
+@attrs.frozen
+class CudaVisibility:
+    """``order``: (card position, MIG device UUID or None) of each CUDA device, by CUDA
+    ordinal; ``hidden``: position -> why the card is not among them."""
+
+    order: tuple[tuple[int, str | None], ...]
+    hidden: Mapping[int, str]
+
+
+def _leading_number(token: str) -> int:
+    """The number a token starts with, as the driver reads it (strtoul: ``1gpu2`` is 1); -1
+    for none or a negative one."""
+    digits = re.match(r"\+?(\d+)", token)
+    return int(digits.group(1)) if digits else -1
+
+
+def _by_prefix(token: str, ids: Sequence[str | None]) -> int:
+    """The position of the one id that starts with ``token``; -1 for none or several."""
+    found = [n for n, i in enumerate(ids) if i is not None and i.lower().startswith(token)]
+    return found[0] if len(found) == 1 else -1
+
+
+def cuda_visible_devices(
+    uuids: Sequence[str | None], migs: Sequence[Sequence[str]], env: Mapping[str, str]
+) -> CudaVisibility:
+    """Apply CUDA_VISIBLE_DEVICES to the cards in NVML order (nvidia-smi's), given their UUIDs
+    and their MIG devices' UUIDs, as the CUDA driver applies it (CUDA Programming Guide,
+    "CUDA Environment Variables"; PyTorch's _parse_visible_devices mirrors it): indices,
+    ``GPU-`` UUIDs or unique prefixes of them, or ``MIG-`` UUIDs, as the first entry says;
+    the first invalid entry (negative, out of range, unknown or ambiguous, or of another
+    kind) ends the list, and a card named twice leaves none. A card lists one MIG device."""
+    every = tuple((n, None) for n in range(len(uuids)))
+    key = "CUDA_VISIBLE_DEVICES"
+    if key not in env:
+        return CudaVisibility(every, {})
+    value = env[key].strip()
+    tokens = [t.strip() for t in value.split(",")] if value else []
+    kind = "GPU-" if value.startswith("GPU-") else "MIG-" if value.startswith("MIG-") else ""
+    mig_owner = [(card, m) for card, found in enumerate(migs) for m in found]
+    chosen: list[tuple[int, str | None]] = []
+    for token in tokens:
+        mig = None
+        if kind == "GPU-":
+            card = _by_prefix(token.lower(), uuids) if token.startswith(kind) else -1
+        elif kind == "MIG-":
+            at = _by_prefix(token.lower(), [m for _, m in mig_owner])
+            card, mig = mig_owner[at] if token.startswith(kind) and at >= 0 else (-1, None)
+        else:
+            card = _leading_number(token)
+            card = card if card < len(uuids) else -1
+        if card < 0:
+            break
+        if (card, mig) in chosen:
+            chosen = []
+            break
+        if all(c != card for c, _ in chosen):
+            chosen.append((card, mig))
+    shown = {card for card, _ in chosen}
+    hidden = {n: f"{key}={env[key]}" for n in range(len(uuids)) if n not in shown}
+    return CudaVisibility(tuple(chosen), hidden)

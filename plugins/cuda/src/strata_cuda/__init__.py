@@ -43,7 +43,7 @@ class Cuda(ArchPlugin):
             return Claim.refuse(f"runs warps of 32; {device.gfx} is wave{device.wave_size}")
         if compute_capability(device.gfx) is None:
             return Claim.refuse(
-                f"needs the compute capability of {device.name}, which only a CUDA driver says"
+                f"needs the compute capability of {device.name}, which only the NVIDIA driver says"
             )
         if device.gfx in self.carried_targets:
             return Claim(EXACT_MATCH, f"carries PTX for {device.gfx}")

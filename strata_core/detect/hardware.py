@@ -1,0 +1,69 @@
+"""Which vendors' GPUs a sysfs tree shows, so that no vendor's runtime is asked without its
+hardware (ollama reads sysfs first in the same way): AMD by a KFD GPU node or a PCI display
+function of vendor 0x1002, NVIDIA by a PCI display function of vendor 0x10de."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..answer_cache import Recorder
+
+PCI_DEVICES = Path("bus/pci/devices")
+KFD_NODES = Path("class/kfd/kfd/topology/nodes")
+AMD_VENDOR = 0x1002
+NVIDIA_VENDOR = 0x10DE
+DISPLAY_CLASS = 0x03  # the PCI base class of VGA, XGA, 3D and other display controllers
+
+
+def display_functions(sysfs: Path, read: Recorder) -> tuple[list[tuple[str, int]], list[str]]:
+    """(PCI address, vendor) of every display function, and the malformed files met."""
+    folder = sysfs / PCI_DEVICES
+    found, problems = [], []
+    for name in read.list_dir(folder):
+        values = {}
+        for field in ("vendor", "class"):
+            path = folder / name / field
+            try:
+                values[field] = int(read.read_text(path).strip(), 16)
+            except (OSError, UnicodeDecodeError):
+                break
+            except ValueError:
+                problems.append(f"{path}: expected a hexadecimal number")
+                break
+        if len(values) == 2 and values["class"] >> 16 == DISPLAY_CLASS:
+            found.append((name.lower(), values["vendor"]))
+    return found, problems
+
+
+def _kfd_gpu_node(sysfs: Path, read: Recorder) -> str | None:
+    """The first KFD node whose gfx_target_version is not 0 (CPU nodes have 0)."""
+    folder = sysfs / KFD_NODES
+    for name in read.list_dir(folder):
+        try:
+            text = read.read_text(folder / name / "properties")
+        except (OSError, UnicodeDecodeError):
+            continue
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "gfx_target_version" and value.strip() not in ("", "0"):
+                return str(folder / name)
+    return None
+
+
+def amd_gpu(sysfs: Path, read: Recorder) -> str | None:
+    """What shows an AMD GPU under ``sysfs``, in words; None where nothing does."""
+    node = _kfd_gpu_node(sysfs, read)
+    if node is not None:
+        return f"KFD GPU node {node}"
+    return _function_of(sysfs, read, AMD_VENDOR)
+
+
+def nvidia_gpu(sysfs: Path, read: Recorder) -> str | None:
+    """What shows an NVIDIA GPU under ``sysfs``, in words; None where nothing does."""
+    return _function_of(sysfs, read, NVIDIA_VENDOR)
+
+
+def _function_of(sysfs: Path, read: Recorder, vendor: int) -> str | None:
+    functions, _ = display_functions(sysfs, read)
+    address = next((name for name, v in functions if v == vendor), None)
+    return f"PCI display function {address} (vendor 0x{vendor:04x})" if address else None
