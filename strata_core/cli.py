@@ -297,13 +297,10 @@ def _detection_options(parser: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) -> int:
     """Run one command line; ``recorder`` reads the inputs of a cacheable answer."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    engine: list[str] = []
+    engine: list[str] | None = None  # run -- ENGINE ARGS: empty for the run config's exe
     if argv[:1] == ["run"] and "--" in argv:
         at = argv.index("--")
         argv, engine = argv[:at], argv[at + 1 :]
-        if not engine:
-            log.error("run --: name the engine to start")
-            return 2
     if "--explain" in argv[:-1]:
         at = argv.index("--explain")
         argv[at : at + 2] = [f"--explain={argv[at + 1]}"]  # --explain --pcie-frac names a flag
@@ -353,7 +350,7 @@ def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) ->
         return _fail(why, 1, getattr(args, "json", False))
 
 
-def _ignored_options(args: argparse.Namespace, engine: Sequence[str]) -> list[str]:
+def _ignored_options(args: argparse.Namespace, engine: Sequence[str] | None) -> list[str]:
     """Options that would otherwise be ignored in silence."""
     problems = []
     if args.command == "plan" and args.output is not None and not args.toml:
@@ -380,7 +377,7 @@ def _ignored_options(args: argparse.Namespace, engine: Sequence[str]) -> list[st
         ]  # fmt: skip
         if given:
             problems.append(f"{given[0]} is for a table calibration, not tune --switches")
-    if args.command == "run" and engine and args.json:
+    if args.command == "run" and engine is not None and args.json:
         problems.append("run --json reports the workload; with -- ENGINE the engine runs instead")
     return problems
 
@@ -445,7 +442,7 @@ def plan_request(
     args: argparse.Namespace,
     env: Mapping[str, str],
     recorder: Recorder | None,
-    engine: Sequence[str] = (),
+    engine: Sequence[str] | None = None,
 ) -> PlanRequest:
     """The request of a `plan`, `run` or `devices` command line, read once."""
     from .pipeline import PlanRequest
@@ -476,9 +473,9 @@ def plan_request(
         profile=args.profile if planning else None,
         hipblaslt=args.hipblaslt if planning else None,
         rocblas=args.rocblas if planning else None,
-        engine_args=tuple(engine[1:]),
+        engine_args=tuple(engine[1:]) if engine else (),
         threads=getattr(args, "threads", None) or 0,
-        for_run=args.command == "run" and not engine,
+        for_run=args.command == "run" and engine is None,
         recorder=recorder or Recorder(),
     )
 

@@ -16,6 +16,7 @@ from .files import write_atomic
 from .pipeline import PlanRequest, make_plan
 from .plan import Plan, declarations
 from .report import explain_text, plan_dict, plan_text, warn
+from .resolve import without_flags
 from .selection import Selection
 from .switches import Switch
 
@@ -68,7 +69,7 @@ def reproducing_config(
         n: r.value for n, r in plan.switches.items() if r.value is not None
     }
     decided = {flag for flag, r in plan.args.items() if r.value is not None}
-    kept = _without_flags(config.args, decided)
+    kept = without_flags(config.args, decided)
     args = kept + tuple(
         part for flag, r in plan.args.items() if r.value is not None for part in (flag, r.value)
     )
@@ -82,18 +83,3 @@ def reproducing_config(
         args=args,
         gpu_roles={str(k): v for k, v in selection.roles.items()} or config.gpu_roles,
     )
-
-
-def _without_flags(args: tuple[str, ...], flags: set[str]) -> tuple[str, ...]:
-    kept: list[str] = []
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-            continue
-        flag, eq, _ = arg.partition("=")
-        if flag in flags:
-            skip = not eq
-            continue
-        kept.append(arg)
-    return tuple(kept)
