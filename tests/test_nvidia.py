@@ -99,15 +99,19 @@ def test_a_driver_that_crashes_is_one_line(nvidia_tree, env, stand_in):
     )
 
 
+@pytest.mark.parametrize("cuda_version", ["13000", "12020"])  # 12020: the 535 branch
 def test_run_on_an_nvidia_card_runs_every_kernel_through_the_driver(
-    tmp_path, env, emulating_stand_in
+    tmp_path, env, emulating_stand_in, cuda_version
 ):
     root = write_nvidia_gpu(tmp_path / "sys", PCI)
     launches = tmp_path / "launches"
-    result = run(
-        "run", "--json", "--profile", str(TINY), "--sysfs", str(root),
-        env=with_driver(env, emulating_stand_in, STAND_IN_LAUNCHES=str(launches)),
-    )  # fmt: skip
+    driver = with_driver(
+        env,
+        emulating_stand_in,
+        STAND_IN_LAUNCHES=str(launches),
+        STAND_IN_CUDA_VERSION=cuda_version,
+    )
+    result = run("run", "--json", "--profile", str(TINY), "--sysfs", str(root), env=driver)
     assert result.returncode == 0, result.stderr
     answer = json.loads(result.stdout)
     assert (answer["backend"], answer["plugin"], answer["target"]) == ("cuda", "cuda", "sm_90")
@@ -126,6 +130,21 @@ def test_run_on_an_nvidia_card_runs_every_kernel_through_the_driver(
     }  # fmt: skip
     launched = {line.split()[0] for line in launches.read_text().splitlines()}
     assert launched == {"strata_" + op for op in abi.OPERATIONS} - {"strata_prompt_gemm"}
+
+
+def test_a_driver_older_than_the_ptx_is_refused_before_any_launch(tmp_path, env, stand_in):
+    root = write_nvidia_gpu(tmp_path / "sys", PCI)
+    launches = tmp_path / "launches"
+    driver = with_driver(
+        env, stand_in, STAND_IN_LAUNCHES=str(launches), STAND_IN_CUDA_VERSION="11070"
+    )
+    result = run("run", "--profile", str(TINY), "--sysfs", str(root), env=driver)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        f"strata-core: the CUDA driver {stand_in} is CUDA 11.7; strata_kernels-sm_90.ptx is "
+        "PTX ISA 7.8, which needs CUDA 11.8 (driver 520 or newer): update the NVIDIA driver"
+    )
+    assert not launches.exists()
 
 
 def test_gpus_names_cuda_devices_when_the_cuda_backend_runs(nvidia_tree, env, stand_in):
