@@ -394,7 +394,7 @@ def _fail(message: str, status: int, as_json: bool) -> int:
 
 def _plugins(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from .manager import PluginManager
-    from .report import plugin_dict, plugins_text
+    from .report import SCHEMA_VERSION, plugin_dict, plugins_text
 
     manager = PluginManager.discover(env)
     if args.check:
@@ -403,7 +403,8 @@ def _plugins(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     records = list(manager.records.values())
     if args.json:
         plugins = [plugin_dict(r, libraries.get(r.name)) for r in records]
-        print(json.dumps({"plugins": plugins, "problems": manager.problems}, indent=2))
+        answer = {"schema_version": SCHEMA_VERSION, "plugins": plugins}
+        print(json.dumps(answer | {"problems": manager.problems}, indent=2))
     else:
         warn(manager.problems)
         print(plugins_text(records, libraries))
@@ -414,6 +415,7 @@ def _check_plugins(args: argparse.Namespace, manager: PluginManager) -> int:
     """Exit 1 when any installed architecture plugin breaks a contract or fails to load."""
     from .conformance import check_plugin
     from .manager import PluginStatus
+    from .report import SCHEMA_VERSION
 
     found = {
         name: check_plugin(manager.pm.get_plugin(name), name)
@@ -421,7 +423,8 @@ def _check_plugins(args: argparse.Namespace, manager: PluginManager) -> int:
         if not record.builtin and record.status is PluginStatus.ACTIVE
     }
     if args.json:
-        print(json.dumps({"checked": found, "problems": manager.problems}, indent=2))
+        answer = {"schema_version": SCHEMA_VERSION, "checked": found}
+        print(json.dumps(answer | {"problems": manager.problems}, indent=2))
     else:
         warn(manager.problems)
         for name, problems in found.items():
@@ -484,7 +487,7 @@ def _devices(request: PlanRequest, as_json: bool) -> int:
     from . import config as run_config
     from .context import this_os
     from .pipeline import detect
-    from .report import device_dict, devices_text
+    from .report import SCHEMA_VERSION, device_dict, devices_text
 
     _, config = run_config.find_and_load(request.config, request.env, request.recorder)
     detected = detect(request, config)
@@ -495,7 +498,9 @@ def _devices(request: PlanRequest, as_json: bool) -> int:
         print(
             json.dumps(
                 {
+                    "schema_version": SCHEMA_VERSION,
                     "devices": rows,
+                    "backend": "cuda" if selection.vendor == "nvidia" else "hip",
                     "selected": list(selection.indices),
                     "selection_reason": selection.reason,
                     "notes": list(notes),

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from . import log, packages
 from .claims import Assignment
 from .manager import PluginRecord
+from .plan import BACKENDS
 from .records import KernelLibrary
 from .selection import Selection
 
@@ -85,6 +86,8 @@ def device_dict(
     d = assignment.device
     return {
         "index": d.index,
+        "vendor": d.vendor,
+        "backend": BACKENDS[d.vendor],
         "name": d.name,
         "gfx": d.gfx,
         "physical_gfx": d.physical_gfx,
@@ -168,6 +171,7 @@ def plan_dict(plan, device_row: dict, selected: Sequence[int]) -> dict:
         "schema_version": SCHEMA_VERSION,
         "engine_env": plan.engine_env(),
         "engine_argv": plan.engine_args(),
+        "backend": plan.backend,
         "device": device_row,
         "plugin": plan.plugin,
         "os": plan.context.os,
