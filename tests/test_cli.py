@@ -17,9 +17,9 @@ def test_version(env):
 
 
 def test_plugins_json_lists_every_in_tree_plugin(env):
-    plugins = {
-        p["name"]: p for p in json.loads(run("plugins", "--json", env=env).stdout)["plugins"]
-    }
+    answer = json.loads(run("plugins", "--json", env=env).stdout)
+    assert answer["schema_version"] == 1
+    plugins = {p["name"]: p for p in answer["plugins"]}
     library = plugins["hip_rdna4"].pop("kernel_library")
     assert plugins["hip_rdna4"] == {
         "name": "hip_rdna4",
@@ -62,10 +62,13 @@ def test_plugins_text_shows_status_and_why(env):
 def test_devices_json(tmp_path, env):
     root = write_sysfs(tmp_path, [RADEON_780M, RX_7900_XTX])
     answer = json.loads(run("devices", "--json", "--sysfs", str(root), env=env).stdout)
-    assert answer["selected"] == [1]
+    assert answer["schema_version"] == 1
+    assert (answer["backend"], answer["selected"]) == ("hip", [1])
     igpu, card = answer["devices"]
     assert card == {
         "index": 1,
+        "vendor": "amd",
+        "backend": "hip",
         "name": "RX 7900 XT / RX 7900 XTX",
         "gfx": "gfx1100",
         "physical_gfx": "gfx1100",

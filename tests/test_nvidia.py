@@ -53,6 +53,10 @@ def test_without_a_driver_the_card_is_known_by_pci_and_the_hip_backend_runs(nvid
 def test_the_driver_describes_the_card_and_the_cuda_backend_runs_it(nvidia_tree, env, stand_in):
     answer = devices_json(nvidia_tree, with_driver(env, stand_in))
     amd, nvidia = answer["devices"]
+    # both are number 0 of their own runtime: the vendor and backend say whose
+    assert (amd["index"], amd["vendor"], amd["backend"]) == (0, "amd", "hip")
+    assert (nvidia["index"], nvidia["vendor"], nvidia["backend"]) == (0, "nvidia", "cuda")
+    assert (answer["backend"], answer["selected"]) == ("cuda", [0])
     assert (nvidia["name"], nvidia["gfx"], nvidia["index"]) == ("NVIDIA H200", "sm_90", 0)
     assert nvidia["family"] == "NVIDIA compute capability 9.0"
     assert nvidia["plugin"] == "cuda" and nvidia["selected"] and not amd["selected"]
