@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import math
 import os
@@ -10,7 +11,7 @@ import signal
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import __version__, log
 from .answer_cache import Recorder
@@ -26,11 +27,23 @@ if TYPE_CHECKING:
 PROG = "strata-core"
 
 
+class UsageError(Exception):
+    """A command line that cannot be parsed; `main` says it in one line, in the chosen log
+    format, and with --json as a JSON answer too."""
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse with a usage error as one line and exit status 2."""
+    """argparse with a usage error as a UsageError, whole option names only (an abbreviation
+    would change its meaning when an option is added), and help text kept as written."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message}\n")
+        command = self.prog.removeprefix(PROG).strip()
+        raise UsageError(f"{command}: {message}" if command else message)
 
 
 def positive_int(text: str) -> int:
@@ -56,33 +69,99 @@ def target_name(text: str) -> str:
     return text.strip()
 
 
-def _logging_options() -> _Parser:
-    """-v, -q and --log-format, taken by every command."""
-    options = _Parser(add_help=False)
-    level = options.add_mutually_exclusive_group()
-    level.add_argument("-v", "--verbose", action="store_true", help="say debug lines too")
-    level.add_argument("-q", "--quiet", action="store_true", help="say warnings and errors only")
-    options.add_argument(
+def _logging_options(parser: argparse.ArgumentParser, default: Any) -> None:
+    """-v, -q and --log-format, taken before the command and after it; after it they have no
+    default (``default`` is argparse.SUPPRESS) so that they do not undo one given before."""
+    level = parser.add_mutually_exclusive_group()
+    level.add_argument(
+        "-v", "--verbose", action="store_true", default=default, help="say debug lines too"
+    )
+    level.add_argument(
+        "-q", "--quiet", action="store_true", default=default, help="say warnings and errors only"
+    )
+    parser.add_argument(
         "--log-format",
         choices=log.FORMATS,
-        default="people",
+        default="people" if default is not argparse.SUPPRESS else default,
         help="stderr lines for people (default), or key=value (logfmt) or JSON for machines",
     )
-    return options
+
+
+#: each command's one-line help, its description and examples (`strata-core COMMAND --help`)
+COMMANDS = {
+    "plugins": (
+        "list the architecture plugins",
+        "Each architecture plugin: its distribution, version, API version, targets and status\n"
+        "(and why), then each GPU plugin's code objects and the compiler that built them.",
+        "strata-core plugins\n  strata-core plugins --check --json",
+    ),
+    "devices": (
+        "list the GPUs (AMD and NVIDIA) and who runs each",
+        "The GPUs of this PC: AMD cards by HIP number, NVIDIA cards by CUDA ordinal, each with\n"
+        "its target, family, VRAM, support status and the plugin that runs it; * marks the\n"
+        "cards a run uses.",
+        "strata-core devices\n  strata-core devices --gpus 1,0 --json",
+    ),
+    "env": (
+        "what a report of a run needs: versions, drivers, devices, variables",
+        "Everything a bug report needs in one command: strata and its plugins, Python, the OS,\n"
+        "the CPU, numpy and its BLAS, ROCm, the GPU drivers and runtimes, the BLAS libraries,\n"
+        "the devices, the variables that change a plan and the run config.",
+        "strata-core env > report.txt",
+    ),
+    "plan": (
+        "show what would run and why; changes nothing",
+        "What would run on the main card (or a card named with --device) and why: the switches\n"
+        "strata sets, with their reasons (-v: every switch, the engine's built-ins too), the\n"
+        "engine arguments, kernels, tuning tables, package and start lines.",
+        "strata-core plan\n  strata-core plan --device gfx1201 --kv int8 --pack IQ3_S\n"
+        "  strata-core plan --explain STRATA_HIP_WMMA\n"
+        "  strata-core plan --toml --output strata.toml",
+    ),
+    "run": (
+        "run the workload on this PC's backend, or start the engine: run -- ENGINE ARGS",
+        "Without --: plan, then run a workload of decode and prompt steps on the plan's\n"
+        "backend and check every result. With -- ENGINE ARGS...: become the engine, with the\n"
+        "plan's environment and arguments (the backend and the chosen cards among them); with\n"
+        "nothing after --, the run config's exe starts.",
+        "strata-core run\n  strata-core run --gpus 1,0 -- build-hip/strata --serve",
+    ),
+    "tune": (
+        "calibrate the card's prompt GEMM library (the host backend's where no card runs) "
+        "and write a table",
+        "Calibrate the prompt GEMM library of the card (or the host backend) and write a\n"
+        "tuning table; with --switches, measure the calibratable switches instead.",
+        "strata-core tune\n  strata-core tune --host --tokens 256,512\n"
+        "  strata-core tune --switches --dry-run",
+    ),
+    "table": (
+        "tuning tables",
+        "Tuning tables: `table check` validates them by the lookup's rules.",
+        "strata-core table check ~/.local/share/strata/tuning/*.txt",
+    ),
+}
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
-        prog=PROG, description="Which AMD GPU backend of the Strata engine runs on this PC."
+        prog=PROG,
+        description="Which backend of the Strata engine runs on this PC, on which cards, with\n"
+        "which switches, and why.",
+        epilog="Run 'strata-core COMMAND --help' for a command's options and examples.",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    _logging_options(parser, False)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    logging_options = _logging_options()
 
-    def command(name: str, help: str) -> argparse.ArgumentParser:
-        return commands.add_parser(name, parents=[logging_options], help=help)
+    def command(name: str, **more: Any) -> argparse.ArgumentParser:
+        short, description, examples = COMMANDS[name]
+        sub = commands.add_parser(
+            name, help=short, description=description, epilog=f"examples:\n  {examples}", **more
+        )
+        _logging_options(sub, argparse.SUPPRESS)
+        return sub
 
-    plugins = command("plugins", help="list the architecture plugins")
+    plugins = command("plugins")
     plugins.add_argument("--json", action="store_true", help="print JSON")
     plugins.add_argument(
         "--check",
@@ -91,15 +170,15 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     _scan_options(
-        command("devices", help="list the AMD GPUs and who runs each"),
+        command("devices"),
         "run config whose gpu is used (default: $STRATA_CONFIG, else ./strata.toml if present)",
     )
     _scan_options(
-        command("env", help="what a report of a run needs: versions, drivers, devices, variables"),
+        command("env"),
         "run config (default: $STRATA_CONFIG, else ./strata.toml if present)",
     )
 
-    plan = command("plan", help="show what would run and why; changes nothing")
+    plan = command("plan")
     output = plan.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print JSON")
     output.add_argument(
@@ -115,20 +194,13 @@ def _parser() -> argparse.ArgumentParser:
     _planning_options(plan)
     _detection_options(plan)
 
-    run = command(
-        "run",
-        help="run the workload on this PC's backend, or start the engine: run -- ENGINE ARGS",
-    )
+    run = command("run", usage=f"{PROG} run [options] [-- ENGINE ARGS...]")
     run.add_argument("--json", action="store_true", help="print JSON")
     run.add_argument("--threads", type=positive_int, help="host threads (default: one per core)")
     _planning_options(run)
     _detection_options(run)
 
-    tune = command(
-        "tune",
-        help="calibrate the card's prompt GEMM library (the host backend's where no card "
-        "runs) and write a table",
-    )
+    tune = command("tune")
     tune.add_argument(
         "--output",
         metavar="FILE",
@@ -192,11 +264,16 @@ def _parser() -> argparse.ArgumentParser:
         help="with --switches: show the change to the run config as a diff; write nothing",
     )
 
-    table = command("table", help="tuning tables")
+    table = command("table")
     table_commands = table.add_subparsers(dest="table_command", required=True, metavar="ACTION")
     check = table_commands.add_parser(
-        "check", parents=[logging_options], help="validate tables; exit 1 if any is refused"
+        "check",
+        help="validate tables; exit 1 if any is refused",
+        description="Validate tuning tables by the lookup's rules; every problem is "
+        "path:line: what.",
+        epilog=f"examples:\n  {COMMANDS['table'][2]}",
     )
+    _logging_options(check, argparse.SUPPRESS)
     check.add_argument("files", nargs="+", type=Path, metavar="FILE")
     return parser
 
@@ -298,23 +375,28 @@ def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) ->
     """Run one command line; ``recorder`` reads the inputs of a cacheable answer."""
     argv = list(sys.argv[1:] if argv is None else argv)
     engine: list[str] | None = None  # run -- ENGINE ARGS: empty for the run config's exe
-    if argv[:1] == ["run"] and "--" in argv:
+    if _command_word(argv) == "run" and "--" in argv:
         at = argv.index("--")
         argv, engine = argv[:at], argv[at + 1 :]
     if "--explain" in argv[:-1]:
         at = argv.index("--explain")
         argv[at : at + 2] = [f"--explain={argv[at + 1]}"]  # --explain --pcie-frac names a flag
-    parser = _parser()
-    args = parser.parse_args(argv)
-    for problem in _ignored_options(args, engine):
-        parser.error(problem)
     env = dict(os.environ)
+    log.configure(fmt=_log_format(argv))  # a usage error is said in the chosen format too
+    as_json = "--json" in argv
+    parser = _parser()
+    try:
+        _known_command(argv)
+        args = parser.parse_args(argv)
+        if args.verbose and args.quiet:
+            raise UsageError("-v and -q: give one of them")
+        for problem in _ignored_options(args, engine):
+            raise UsageError(problem)
+        log.configure(log.level_from(args.verbose, args.quiet, env), args.log_format)
+    except (UsageError, ValueError) as bad:
+        return _fail(str(bad), 2, as_json)
     # a write past the file size limit fails with EFBIG (one line) instead of killing us
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    try:
-        log.configure(log.level_from(args.verbose, args.quiet, env), args.log_format)
-    except ValueError as bad:
-        parser.error(str(bad))
     try:
         if args.command == "plugins":
             return _plugins(args, env)
@@ -348,6 +430,37 @@ def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) ->
             raise
         why = f"internal error: {type(exc).__name__}: {exc} (STRATA_DEBUG=1 shows where)"
         return _fail(why, 1, getattr(args, "json", False))
+
+
+def _log_format(argv: Sequence[str]) -> str:
+    """The --log-format the command line names, before it is parsed."""
+    for at, arg in enumerate(argv):
+        flag, eq, value = arg.partition("=")
+        if flag == "--log-format":
+            value = value if eq else (argv[at + 1] if at + 1 < len(argv) else "")
+            if value in log.FORMATS:
+                return value
+    return "people"
+
+
+def _command_word(argv: Sequence[str]) -> str | None:
+    """The command a command line names: its first word that is no option nor its value."""
+    words = iter(argv)
+    for arg in words:
+        if arg == "--log-format":
+            next(words, None)
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+def _known_command(argv: Sequence[str]) -> None:
+    """A misspelt command is refused with the closest one (plgins: did you mean plugins?)."""
+    word = _command_word(argv)
+    if word is not None and word not in COMMANDS:
+        close = difflib.get_close_matches(word, list(COMMANDS), n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise UsageError(f"{word!r} is not a command ({', '.join(COMMANDS)}){hint}")
 
 
 def _ignored_options(args: argparse.Namespace, engine: Sequence[str] | None) -> list[str]:

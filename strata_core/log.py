@@ -1,7 +1,9 @@
 """Every diagnostic strata-core says goes through here (structlog), on stderr.
 
-For people: ``strata-core: <message>``, warnings as ``strata-core: warning: <message>``. For
-machines, ``--log-format logfmt`` (``level=info msg="..." kind=start_line``) or ``json``.
+For people: ``strata-core: <message>``, warnings as ``strata-core: warning: <message>`` and
+debug lines as ``strata-core: debug: <message>``. For machines, ``--log-format logfmt``
+(``level=info msg="..." kind=start_line timestamp=...``) or ``json``, each line with its
+level and its time (ISO 8601, UTC).
 The level is ``info`` by default; ``-q`` shows warnings and errors only, ``-v`` adds debug
 lines, and STRATA_LOG_LEVEL (debug, info, warning, error) sets it where no option does.
 Messages keep their words exactly (the reference page's start lines among them); what a
@@ -37,7 +39,7 @@ def level_from(verbose: bool, quiet: bool, env: Mapping[str, str]) -> str:
 
 
 def _for_people(_logger: Any, method: str, event: dict) -> str:
-    label = "warning: " if method == "warning" else ""
+    label = f"{method}: " if method in ("warning", "debug") else ""
     return f"{PROG}: {label}{event['event']}"
 
 
@@ -48,6 +50,7 @@ def configure(level: str = DEFAULT_LEVEL, fmt: str = "people") -> None:
     if fmt == "people":
         processors.append(_for_people)
     else:
+        processors.append(structlog.processors.TimeStamper(fmt="iso", utc=True))
         processors.append(structlog.processors.EventRenamer("msg"))
         processors.append(
             structlog.processors.LogfmtRenderer(key_order=["level", "msg"])
@@ -64,6 +67,11 @@ def configure(level: str = DEFAULT_LEVEL, fmt: str = "people") -> None:
 
 def get() -> Any:
     return structlog.get_logger()
+
+
+def says(level: str) -> bool:
+    """Whether a line at ``level`` is said at the level in force (-q: not info)."""
+    return bool(get().bind().is_enabled_for(getattr(logging, level.upper())))
 
 
 def info(message: str, **fields: Any) -> None:
