@@ -420,7 +420,7 @@ def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) ->
             from .plan_command import run_plan
 
             return run_plan(plan_request(args, env, recorder), args)
-        return _devices(plan_request(args, env, recorder), args.json)
+        return _devices(plan_request(args, env, recorder), args.json, args.verbose)
     except StrataError as exc:
         return _fail(str(exc), 2, getattr(args, "json", False))
     except BrokenPipeError:
@@ -596,7 +596,7 @@ def plan_request(
     )
 
 
-def _devices(request: PlanRequest, as_json: bool) -> int:
+def _devices(request: PlanRequest, as_json: bool, verbose: bool) -> int:
     from . import config as run_config
     from .context import this_os
     from .pipeline import detect
@@ -626,5 +626,5 @@ def _devices(request: PlanRequest, as_json: bool) -> int:
         warn(detected.warnings)
         for note in notes:
             log.info(note, kind="note")
-        print(devices_text(rows, selection))
+        print(devices_text(rows, selection, verbose))
     return 0

@@ -168,6 +168,9 @@ def build_plan(
     """
     plugins = (CORE, plugin)
     switches, warnings = declarations(manager, plugins)
+    backend = BACKENDS[device.vendor]
+    if backend != HOST:  # a GPU backend's plan holds no other backend's switches
+        switches = {n: s for n, s in switches.items() if not s.backends or backend in s.backends}
     flags = {n for n, s in switches.items() if s.is_arg}
     config = {k: v for k, v in config_env.items() if k in switches and not switches[k].is_arg}
     config |= parse_engine_args(config_args, flags)

@@ -47,7 +47,7 @@ def run_plan(request: PlanRequest, args: argparse.Namespace) -> int:
         else:
             print(text, end="")
     else:
-        print(plan_text(plan, row))
+        print(plan_text(plan, row, args.verbose))
     return 0
 
 

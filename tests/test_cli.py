@@ -82,6 +82,7 @@ def test_devices_json(tmp_path, env):
         "status": "maintainer-tested",
         "usable": True,
         "reason": "hip_rdna3 carries code for gfx1100",
+        "refusals": [],
         "selected": True,
         "role": None,
         "override": None,
@@ -113,7 +114,7 @@ def test_devices_text_through_strata_sysfs(tmp_path, env):
 
 def test_devices_on_a_machine_without_kfd(tmp_path, env):
     out = run("devices", "--sysfs", str(tmp_path), env=env).stdout
-    assert out.splitlines()[-1] == "no AMD GPU found"
+    assert out.splitlines()[-1] == "no GPU found"
 
 
 def test_malformed_tree_warns_in_one_line_each_and_goes_on(tmp_path, env):
@@ -181,3 +182,17 @@ def test_devices_keeps_the_run_configs_choice(tmp_path, env):
     )
     assert answer["selected"] == [0]
     assert answer["selection_reason"] == "--gpu from the run config"
+
+
+def test_a_card_no_plugin_runs_is_one_short_line_and_the_long_form_with_v(env, tmp_path):
+    from strata_core.testing.sysfs import fake_gpu
+
+    root = write_sysfs(tmp_path, [R9700, fake_gpu("gfx908", pci_bus=0x05)])
+    short = run("devices", "--sysfs", str(root), env=env).stdout.splitlines()
+    assert "      not in the architecture database; no installed plugin runs gfx908 (unknown " \
+        "gfx9 family)" in short
+    assert not any("wave64" in line for line in short)
+    verbose = run("devices", "-v", "--sysfs", str(root), env=env).stdout.splitlines()
+    assert "        hip_rdna4 is a wave32 build for gfx1200, gfx1201; gfx908 is wave64" in verbose
+    answer = json.loads(run("devices", "--json", "--sysfs", str(root), env=env).stdout)
+    assert "cuda runs NVIDIA GPUs; gfx908 is not one" in answer["devices"][1]["refusals"]

@@ -46,7 +46,8 @@ def test_without_a_driver_the_card_is_known_by_pci_and_the_hip_backend_runs(nvid
     answer = devices_json(nvidia_tree, env)
     amd, nvidia = answer["devices"]
     assert (nvidia["pci"], nvidia["gfx"], nvidia["plugin"]) == (PCI, "sm_unknown", None)
-    assert "cuda needs the compute capability" in nvidia["reason"]
+    assert nvidia["reason"].startswith("no installed plugin runs sm_unknown (NVIDIA")
+    assert any("cuda needs the compute capability" in r for r in nvidia["refusals"])
     assert amd["selected"] and not nvidia["selected"]
 
 
@@ -159,3 +160,13 @@ def test_gpus_names_cuda_devices_when_the_cuda_backend_runs(nvidia_tree, env, st
     assert result.stderr.splitlines()[-1] == (
         "strata-core: --gpus from command line: no CUDA device 1 (visible CUDA devices: 0)"
     )
+
+
+def test_an_nvidia_plan_lists_no_amd_switch(env):
+    text = run("plan", "-v", "--device", "sm_90", env=env).stdout
+    answer = json.loads(run("plan", "--json", "--device", "sm_90", env=env).stdout)
+    for amd_only in ("STRATA_HIP_WMMA", "STRATA_ROCBLAS_TUNING", "STRATA_RDNA2_SGEMM"):
+        assert amd_only not in answer["switches"] and f"  {amd_only} " not in text
+    assert {"STRATA_CUBLASLT_TABLE", "STRATA_PREFILL_WARM"} <= set(answer["switches"])
+    amd = json.loads(run("plan", "--json", "--device", "gfx1201", env=env).stdout)
+    assert "STRATA_CUBLASLT_TABLE" not in amd["switches"] and "STRATA_HIP_WMMA" in amd["switches"]
