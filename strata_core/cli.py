@@ -64,9 +64,10 @@ def gib(text: str) -> float:
 
 
 def target_name(text: str) -> str:
+    """A target as the runtimes write it, from any case (GFX1201 is gfx1201)."""
     if not text.strip():
         raise argparse.ArgumentTypeError("expected a target such as gfx1201, got nothing")
-    return text.strip()
+    return text.strip().lower()
 
 
 def _logging_options(parser: argparse.ArgumentParser, default: Any) -> None:
@@ -189,7 +190,11 @@ def _parser() -> argparse.ArgumentParser:
         "--output",
         metavar="FILE",
         type=Path,
-        help="with --toml: write the run config to FILE (atomically)",
+        help="with --toml: write the run config to FILE (atomically; an existing FILE only "
+        "with --force)",
+    )
+    plan.add_argument(
+        "--force", action="store_true", help="with --output: replace an existing FILE"
     )
     _planning_options(plan)
     _detection_options(plan)
@@ -397,6 +402,11 @@ def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) ->
         return _fail(str(bad), 2, as_json)
     # a write past the file size limit fails with EFBIG (one line) instead of killing us
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    if env.get("STRATA_CACHE", "1") not in ("0", "1"):
+        log.warning(
+            f"STRATA_CACHE={env['STRATA_CACHE']}: expected 0 (off) or 1 (on); the answer cache "
+            "stays on"
+        )
     try:
         if args.command == "plugins":
             return _plugins(args, env)
@@ -468,8 +478,25 @@ def _ignored_options(args: argparse.Namespace, engine: Sequence[str] | None) -> 
     problems = []
     if args.command == "plan" and args.output is not None and not args.toml:
         problems.append("--output writes the run config of --toml; give --toml too")
+    if args.command == "plan" and args.force and args.output is None:
+        problems.append("--force lets --output replace a file; give --output too")
     if args.command in ("plan", "run") and args.integrated and args.device is None:
         problems.append("--integrated describes a card named with --device; give --device too")
+    if args.command in ("plan", "run") and args.device is not None:
+        given = [
+            flag
+            for flag, value in (("--gpu", args.gpu), ("--gpus", args.gpus),
+                                ("--gpu-roles", args.gpu_roles),
+                                ("--hip" if args.hip else "--no-hip", args.hip))
+            if value is not None
+        ]  # fmt: skip
+        if given:
+            problems.append(
+                f"{given[0]} is about the cards of this PC; --device plans for a card that is "
+                "not in it"
+            )
+    if args.command == "plan" and args.explain is not None and not args.explain.strip():
+        problems.append("--explain needs a switch name, such as STRATA_HIP_WMMA or --pcie-frac")
     if args.command == "tune" and not args.switches:
         given = [
             flag
@@ -572,6 +599,13 @@ def plan_request(
             roles=parse_roles(args.gpu_roles) if args.gpu_roles is not None else {},
         )
     planning = args.command in ("plan", "run")
+    if planning:  # checked here, so that a plan that needs no version refuses a bad one too
+        from .tuning.versions import hipblaslt_number, rocblas_version
+
+        if args.hipblaslt:
+            hipblaslt_number(args.hipblaslt)
+        if args.rocblas:
+            rocblas_version(args.rocblas)
     return PlanRequest(
         env=env,
         config=args.config,

@@ -37,18 +37,33 @@ def run_plan(request: PlanRequest, args: argparse.Namespace) -> int:
     if explained:
         print(explain_text(plan, explained, switches[explained]))
     elif args.toml:
-        text = run_config.dumps(
+        text = toml_header(plan, outcome.no_gpu) + run_config.dumps(
             reproducing_config(
                 plan, outcome.config, selection, args.device is None and outcome.no_gpu is None
             )
         )
         if args.output:
+            if args.output.exists() and not args.force:
+                raise StrataError(
+                    f"--output {args.output}: the file exists; --force replaces it (its "
+                    "comments and all)"
+                )
             write_atomic(args.output, text)
         else:
             print(text, end="")
     else:
         print(plan_text(plan, row, args.verbose))
     return 0
+
+
+def toml_header(plan: Plan, no_gpu: str | None) -> str:
+    """The comment a written run config starts with: what it was planned for."""
+    d = plan.device
+    what = f"{d.name} ({d.gfx}) on {plan.context.os.capitalize()}"
+    lines = [f"# strata run config from `strata-core plan --toml`: {what}"]
+    if no_gpu:
+        lines.append(f"# {no_gpu}: nothing is decided for a card")
+    return "".join(f"{line}\n" for line in lines)
 
 
 def switch_named(name: str, switches: Mapping[str, Switch], plugin: str) -> str:

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from . import log, packages
 from .claims import Assignment
-from .manager import PluginRecord
+from .manager import PluginRecord, PluginStatus
 from .plan import BACKENDS
 from .records import KernelLibrary
 from .selection import Selection
@@ -58,6 +58,11 @@ def library_lines(name: str, library: KernelLibrary) -> list[str]:
 def plugins_text(records: Sequence[PluginRecord], libraries: Mapping[str, KernelLibrary]) -> str:
     rows = [("name", "distribution", "version", "api", "archs", "status")]
     for r in records:
+        status = r.status.value + (f": {r.why}" if r.why else "")
+        library = libraries.get(r.name)
+        if r.status is PluginStatus.ACTIVE and library is not None and not library.code_objects:
+            # it plans, and runs nothing on a GPU
+            status = "plans only: " + (library.problems or ["no code objects"])[0]
         rows.append(
             (
                 r.name,
@@ -65,7 +70,7 @@ def plugins_text(records: Sequence[PluginRecord], libraries: Mapping[str, Kernel
                 r.version,
                 str(r.api_version or "-"),
                 ",".join(r.targets) or "-",
-                r.status.value + (f": {r.why}" if r.why else ""),
+                status,
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(5)]

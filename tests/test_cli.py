@@ -196,3 +196,26 @@ def test_a_card_no_plugin_runs_is_one_short_line_and_the_long_form_with_v(env, t
     assert "        hip_rdna4 is a wave32 build for gfx1200, gfx1201; gfx908 is wave64" in verbose
     answer = json.loads(run("devices", "--json", "--sysfs", str(root), env=env).stdout)
     assert "cuda runs NVIDIA GPUs; gfx908 is not one" in answer["devices"][1]["refusals"]
+
+
+def test_a_plugin_built_without_a_compiler_is_not_shown_active(env, tmp_path):
+    from strata_core.testing.distributions import write_distribution
+
+    problem = "built without a HIP compiler (no STRATA_HIP_CLANG, ROCm clang or clang): no " \
+        "code objects, nothing runs on the GPU"
+    site = write_distribution(
+        tmp_path / "site", "strata-nocc", "1.0", {"nocc": "nocc_plugin:plugin"}, {}
+    )
+    package = site / "nocc_plugin"
+    (package / "kernels").mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        "from strata_core.arch_plugin import ArchPlugin\n\n"
+        "class NoCompiler(ArchPlugin):\n    strata_api_version = 1\n\nplugin = NoCompiler()\n"
+    )
+    (package / "kernels" / "build.json").write_text(json.dumps(
+        {"source": "strata_kernels.hip", "targets": ["gfx1032"], "code_objects": {},
+         "problem": problem}
+    ))  # fmt: skip
+    out = run("plugins", env=env | {"PYTHONPATH": str(site)}).stdout.splitlines()
+    (row,) = [line for line in out if line.startswith("nocc ")]
+    assert row.endswith(f"  plans only: {problem}") and " active" not in row
