@@ -1,7 +1,9 @@
-"""Built-in plugin ``core``: the switches every HIP build of the engine reads, and the rules
+"""Built-in plugin ``core``: the switches the engine reads (most only its HIP build), and the rules
 that hold on every card. Rows follow reference/AMD_HIP.md; ``section`` names where."""
 
 from __future__ import annotations
+
+import attrs
 
 from .hookspec import hookimpl
 from .records import Device, RunContext
@@ -120,7 +122,8 @@ EVERY_BACKEND = frozenset({
 })  # fmt: skip
 
 SWITCHES = tuple(
-    Switch(*row, backends=() if row[0] in EVERY_BACKEND else ("hip",)) for row in _ROWS
+    attrs.evolve(switch, backends=() if switch.name in EVERY_BACKEND else ("hip",))
+    for switch in (Switch(*row) for row in _ROWS)
 )
 
 #: strata-core's own environment: read by strata, never passed to the engine as switches.
