@@ -43,7 +43,7 @@ def run_plan(request: PlanRequest, args: argparse.Namespace) -> int:
             )
         )
         if args.output:
-            if args.output.exists() and not args.force:
+            if args.output.is_file() and not args.force:
                 raise StrataError(
                     f"--output {args.output}: the file exists; --force replaces it (its "
                     "comments and all)"
