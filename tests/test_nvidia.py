@@ -167,6 +167,7 @@ def test_an_nvidia_plan_lists_no_amd_switch(env):
     answer = json.loads(run("plan", "--json", "--device", "sm_90", env=env).stdout)
     for amd_only in ("STRATA_HIP_WMMA", "STRATA_ROCBLAS_TUNING", "STRATA_RDNA2_SGEMM"):
         assert amd_only not in answer["switches"] and f"  {amd_only} " not in text
+    assert "STRATA_HIP" not in text
     assert {"STRATA_CUBLASLT_TABLE", "STRATA_PREFILL_WARM"} <= set(answer["switches"])
     amd = json.loads(run("plan", "--json", "--device", "gfx1201", env=env).stdout)
     assert "STRATA_CUBLASLT_TABLE" not in amd["switches"] and "STRATA_HIP_WMMA" in amd["switches"]
