@@ -145,7 +145,7 @@ def text(answer: Mapping) -> str:
     config = answer["run_config"]
     lines += [f"run config: {config['path'] or 'none'}"]
     if config["path"]:
-        gpu = config["gpu"] or "none"  # a HIP number, a list of them, or "all"
+        gpu = "none" if config["gpu"] is None else config["gpu"]  # N, [N, ...] or "all"
         lines += [
             f"  exe: {config['exe'] or 'none'}",
             f"  gpu: {gpu if isinstance(gpu, str | int) else ','.join(map(str, gpu or ()))}",

@@ -38,7 +38,7 @@ def test_env_reports_versions_devices_variables_and_the_run_config(env, tmp_path
 def test_env_text_has_no_python_values_and_says_the_cpu_numpy_and_rocm(env, tmp_path):
     root = write_sysfs(tmp_path / "sys", [R9700])
     config = tmp_path / "strata.toml"
-    config.write_text('gpu = [0]\nargs = ["--kv", "int8"]\n[env]\nSTRATA_HIP_WMMA = "auto"\n')
+    config.write_text('gpu = 0\nargs = ["--kv", "int8"]\n[env]\nSTRATA_HIP_WMMA = "auto"\n')
     chosen = ("--sysfs", str(root), "--config", str(config))
     answer = json.loads(strata_core("env", "--json", *chosen, env=env).stdout)
     assert answer["cpu"]["name"] and answer["cpu"]["isa_level"]
