@@ -26,4 +26,4 @@ fi
 if [[ "$(uv --version 2>/dev/null)" != "uv 0.13.9"* ]]; then
     python3 -m pip install --quiet uv==0.13.9
 fi
-uv sync --locked
+uv sync --locked --compile-bytecode  # once here, not on every `uv run`

@@ -22,6 +22,12 @@ class Assignment:
     def usable(self) -> bool:
         return self.plugin is not None and self.device.visible
 
+    @property
+    def refusals(self) -> list[str]:
+        """Why each plugin that does not run the device refuses it (the long form of a
+        ``reason`` that no plugin runs it)."""
+        return [f"{name} {claim.reason}" for name, claim in self.claims if claim.score <= 0]
+
 
 def assign(
     manager: PluginManager, devices: Sequence[Device], chosen: str | None = None
@@ -53,7 +59,7 @@ def _resolve(
         if name == chosen:
             return Assignment(device, name, f"{name} {claim.reason} (STRATA_ARCH_PLUGIN)", claims)
     if not positive:
-        return Assignment(device, None, _nobody(manager, device, claims), claims)
+        return Assignment(device, None, _nobody(manager, device), claims)
     best = max(c.score for _, c in positive)
     top = [name for name, c in positive if c.score == best]
     if len(top) > 1:
@@ -67,9 +73,11 @@ def _resolve(
     return Assignment(device, winner, f"{winner} {claim.reason}", claims)
 
 
-def _nobody(manager: PluginManager, device: Device, claims: tuple[tuple[str, Claim], ...]) -> str:
+def _nobody(manager: PluginManager, device: Device) -> str:
+    """The short reason: the plugin to install or the one that is not active (each plugin's
+    own refusal is in Assignment.refusals)."""
     why = f"no installed plugin runs {device.gfx} ({device.family})"
-    reasons = [f"{name} {c.reason}" for name, c in claims]
+    reasons = []
     found = archdb.extra_for(device.gfx)
     if found is not None:
         extra, distribution = found

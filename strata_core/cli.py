@@ -10,7 +10,7 @@ import signal
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import __version__, log
 from .answer_cache import Recorder
@@ -24,11 +24,23 @@ if TYPE_CHECKING:
 PROG = "strata-core"
 
 
+class UsageError(Exception):
+    """A command line that cannot be parsed; `main` says it in one line, in the chosen log
+    format, and with --json as a JSON answer too."""
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse with a usage error as one line and exit status 2."""
+    """argparse with a usage error as a UsageError, whole option names only (an abbreviation
+    would change its meaning when an option is added), and help text kept as written."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message}\n")
+        command = self.prog.removeprefix(PROG).strip()
+        raise UsageError(f"{command}: {message}" if command else message)
 
 
 def positive_int(text: str) -> int:
@@ -49,38 +61,105 @@ def gib(text: str) -> float:
 
 
 def target_name(text: str) -> str:
+    """A target as the runtimes write it, from any case (GFX1201 is gfx1201)."""
     if not text.strip():
         raise argparse.ArgumentTypeError("expected a target such as gfx1201, got nothing")
-    return text.strip()
+    return text.strip().lower()
 
 
-def _logging_options() -> _Parser:
-    """-v, -q and --log-format, taken by every command."""
-    options = _Parser(add_help=False)
-    level = options.add_mutually_exclusive_group()
-    level.add_argument("-v", "--verbose", action="store_true", help="say debug lines too")
-    level.add_argument("-q", "--quiet", action="store_true", help="say warnings and errors only")
-    options.add_argument(
+def _logging_options(parser: argparse.ArgumentParser, default: Any) -> None:
+    """-v, -q and --log-format, taken before the command and after it; after it they have no
+    default (``default`` is argparse.SUPPRESS) so that they do not undo one given before."""
+    level = parser.add_mutually_exclusive_group()
+    level.add_argument(
+        "-v", "--verbose", action="store_true", default=default, help="say debug lines too"
+    )
+    level.add_argument(
+        "-q", "--quiet", action="store_true", default=default, help="say warnings and errors only"
+    )
+    parser.add_argument(
         "--log-format",
         choices=log.FORMATS,
-        default="people",
+        default="people" if default is not argparse.SUPPRESS else default,
         help="stderr lines for people (default), or key=value (logfmt) or JSON for machines",
     )
-    return options
+
+
+#: each command's one-line help, its description and examples (`strata-core COMMAND --help`)
+COMMANDS = {
+    "plugins": (
+        "list the architecture plugins",
+        "Each architecture plugin: its distribution, version, API version, targets and status\n"
+        "(and why), then each GPU plugin's code objects and the compiler that built them.",
+        "strata-core plugins\n  strata-core plugins --check --json",
+    ),
+    "devices": (
+        "list the GPUs (AMD and NVIDIA) and who runs each",
+        "The GPUs of this PC: AMD cards by HIP number, NVIDIA cards by CUDA ordinal, each with\n"
+        "its target, family, VRAM, support status and the plugin that runs it; * marks the\n"
+        "cards a run uses.",
+        "strata-core devices\n  strata-core devices --gpus 1,0 --json",
+    ),
+    "env": (
+        "what a report of a run needs: versions, drivers, devices, variables",
+        "Everything a bug report needs in one command: strata and its plugins, Python, the OS,\n"
+        "the CPU, numpy and its BLAS, ROCm, the GPU drivers and runtimes, the BLAS libraries,\n"
+        "the devices, the variables that change a plan and the run config.",
+        "strata-core env > report.txt",
+    ),
+    "plan": (
+        "show what would run and why; changes nothing",
+        "What would run on the main card (or a card named with --device) and why: the switches\n"
+        "strata sets, with their reasons (-v: every switch, the engine's built-ins too), the\n"
+        "engine arguments, kernels, tuning tables, package and start lines.",
+        "strata-core plan\n  strata-core plan --device gfx1201 --kv int8 --pack IQ3_S\n"
+        "  strata-core plan --explain STRATA_HIP_WMMA\n"
+        "  strata-core plan --toml --output strata.toml",
+    ),
+    "run": (
+        "run the workload on this PC's backend, or start the engine: run -- ENGINE ARGS",
+        "Without --: plan, then run a workload of decode and prompt steps on the plan's\n"
+        "backend and check every result. With -- ENGINE ARGS...: become the engine, with the\n"
+        "plan's environment and arguments (the backend and the chosen cards among them); with\n"
+        "nothing after --, the run config's exe starts.",
+        "strata-core run\n  strata-core run --gpus 1,0 -- build-hip/strata --serve",
+    ),
+    "tune": (
+        "calibrate the card's prompt GEMM library (the host backend's where no card runs) "
+        "and write a table",
+        "Calibrate the prompt GEMM library of the card (or the host backend) and write a\n"
+        "tuning table; with --switches, measure the calibratable switches instead.",
+        "strata-core tune\n  strata-core tune --host --tokens 256,512\n"
+        "  strata-core tune --switches --dry-run",
+    ),
+    "table": (
+        "tuning tables",
+        "Tuning tables: `table check` validates them by the lookup's rules.",
+        "strata-core table check ~/.local/share/strata/tuning/*.txt",
+    ),
+}
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
-        prog=PROG, description="Which AMD GPU backend of the Strata engine runs on this PC."
+        prog=PROG,
+        description="Which backend of the Strata engine runs on this PC, on which cards, with\n"
+        "which switches, and why.",
+        epilog="Run 'strata-core COMMAND --help' for a command's options and examples.",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    _logging_options(parser, False)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    logging_options = _logging_options()
 
-    def command(name: str, help: str) -> argparse.ArgumentParser:
-        return commands.add_parser(name, parents=[logging_options], help=help)
+    def command(name: str, **more: Any) -> argparse.ArgumentParser:
+        short, description, examples = COMMANDS[name]
+        sub = commands.add_parser(
+            name, help=short, description=description, epilog=f"examples:\n  {examples}", **more
+        )
+        _logging_options(sub, argparse.SUPPRESS)
+        return sub
 
-    plugins = command("plugins", help="list the architecture plugins")
+    plugins = command("plugins")
     plugins.add_argument("--json", action="store_true", help="print JSON")
     plugins.add_argument(
         "--check",
@@ -89,15 +168,15 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     _scan_options(
-        command("devices", help="list the AMD GPUs and who runs each"),
+        command("devices"),
         "run config whose gpu is used (default: $STRATA_CONFIG, else ./strata.toml if present)",
     )
     _scan_options(
-        command("env", help="what a report of a run needs: versions, drivers, devices, variables"),
+        command("env"),
         "run config (default: $STRATA_CONFIG, else ./strata.toml if present)",
     )
 
-    plan = command("plan", help="show what would run and why; changes nothing")
+    plan = command("plan")
     output = plan.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print JSON")
     output.add_argument(
@@ -108,25 +187,22 @@ def _parser() -> argparse.ArgumentParser:
         "--output",
         metavar="FILE",
         type=Path,
-        help="with --toml: write the run config to FILE (atomically)",
+        help="with --toml: write the run config to FILE (atomically; an existing FILE only "
+        "with --force)",
+    )
+    plan.add_argument(
+        "--force", action="store_true", help="with --output: replace an existing FILE"
     )
     _planning_options(plan)
     _detection_options(plan)
 
-    run = command(
-        "run",
-        help="run the workload on this PC's backend, or start the engine: run -- ENGINE ARGS",
-    )
+    run = command("run", usage=f"{PROG} run [options] [-- ENGINE ARGS...]")
     run.add_argument("--json", action="store_true", help="print JSON")
     run.add_argument("--threads", type=positive_int, help="host threads (default: one per core)")
     _planning_options(run)
     _detection_options(run)
 
-    tune = command(
-        "tune",
-        help="calibrate the card's prompt GEMM library (the host backend's where no card "
-        "runs) and write a table",
-    )
+    tune = command("tune")
     tune.add_argument(
         "--output",
         metavar="FILE",
@@ -190,11 +266,16 @@ def _parser() -> argparse.ArgumentParser:
         help="with --switches: show the change to the run config as a diff; write nothing",
     )
 
-    table = command("table", help="tuning tables")
+    table = command("table")
     table_commands = table.add_subparsers(dest="table_command", required=True, metavar="ACTION")
     check = table_commands.add_parser(
-        "check", parents=[logging_options], help="validate tables; exit 1 if any is refused"
+        "check",
+        help="validate tables; exit 1 if any is refused",
+        description="Validate tuning tables by the lookup's rules; every problem is "
+        "path:line: what.",
+        epilog=f"examples:\n  {COMMANDS['table'][2]}",
     )
+    _logging_options(check, argparse.SUPPRESS)
     check.add_argument("files", nargs="+", type=Path, metavar="FILE")
     return parser
 
@@ -295,27 +376,34 @@ def _detection_options(parser: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) -> int:
     """Run one command line; ``recorder`` reads the inputs of a cacheable answer."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    engine: list[str] = []
-    if argv[:1] == ["run"] and "--" in argv:
+    engine: list[str] | None = None  # run -- ENGINE ARGS: empty for the run config's exe
+    if _command_word(argv) == "run" and "--" in argv:
         at = argv.index("--")
         argv, engine = argv[:at], argv[at + 1 :]
-        if not engine:
-            log.error("run --: name the engine to start")
-            return 2
     if "--explain" in argv[:-1]:
         at = argv.index("--explain")
         argv[at : at + 2] = [f"--explain={argv[at + 1]}"]  # --explain --pcie-frac names a flag
-    parser = _parser()
-    args = parser.parse_args(argv)
-    for problem in _ignored_options(args, engine):
-        parser.error(problem)
     env = dict(os.environ)
+    log.configure(fmt=_log_format(argv))  # a usage error is said in the chosen format too
+    as_json = "--json" in argv
+    parser = _parser()
+    try:
+        _known_command(argv)
+        args = parser.parse_args(argv)
+        if args.verbose and args.quiet:
+            raise UsageError("-v and -q: give one of them")
+        for problem in _ignored_options(args, engine):
+            raise UsageError(problem)
+        log.configure(log.level_from(args.verbose, args.quiet, env), args.log_format)
+    except (UsageError, ValueError) as bad:
+        return _fail(str(bad), 2, as_json)
     # a write past the file size limit fails with EFBIG (one line) instead of killing us
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    try:
-        log.configure(log.level_from(args.verbose, args.quiet, env), args.log_format)
-    except ValueError as bad:
-        parser.error(str(bad))
+    if env.get("STRATA_CACHE", "1") not in ("0", "1"):
+        log.warning(
+            f"STRATA_CACHE={env['STRATA_CACHE']}: expected 0 (off) or 1 (on); the answer cache "
+            "stays on"
+        )
     try:
         if args.command == "plugins":
             return _plugins(args, env)
@@ -339,7 +427,7 @@ def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) ->
             from .plan_command import run_plan
 
             return run_plan(plan_request(args, env, recorder), args)
-        return _devices(plan_request(args, env, recorder), args.json)
+        return _devices(plan_request(args, env, recorder), args.json, args.verbose)
     except StrataError as exc:
         return _fail(str(exc), 2, getattr(args, "json", False))
     except BrokenPipeError:
@@ -351,13 +439,63 @@ def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) ->
         return _fail(why, 1, getattr(args, "json", False))
 
 
-def _ignored_options(args: argparse.Namespace, engine: Sequence[str]) -> list[str]:
+def _log_format(argv: Sequence[str]) -> str:
+    """The --log-format the command line names, before it is parsed."""
+    for at, arg in enumerate(argv):
+        flag, eq, value = arg.partition("=")
+        if flag == "--log-format":
+            value = value if eq else (argv[at + 1] if at + 1 < len(argv) else "")
+            if value in log.FORMATS:
+                return value
+    return "people"
+
+
+def _command_word(argv: Sequence[str]) -> str | None:
+    """The command a command line names: its first word that is no option nor its value."""
+    words = iter(argv)
+    for arg in words:
+        if arg == "--log-format":
+            next(words, None)
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+def _known_command(argv: Sequence[str]) -> None:
+    """A misspelt command is refused with the closest one (plgins: did you mean plugins?)."""
+    word = _command_word(argv)
+    if word is not None and word not in COMMANDS:
+        import difflib
+
+        close = difflib.get_close_matches(word, list(COMMANDS), n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise UsageError(f"{word!r} is not a command ({', '.join(COMMANDS)}){hint}")
+
+
+def _ignored_options(args: argparse.Namespace, engine: Sequence[str] | None) -> list[str]:
     """Options that would otherwise be ignored in silence."""
     problems = []
     if args.command == "plan" and args.output is not None and not args.toml:
         problems.append("--output writes the run config of --toml; give --toml too")
+    if args.command == "plan" and args.force and args.output is None:
+        problems.append("--force lets --output replace a file; give --output too")
     if args.command in ("plan", "run") and args.integrated and args.device is None:
         problems.append("--integrated describes a card named with --device; give --device too")
+    if args.command in ("plan", "run") and args.device is not None:
+        given = [
+            flag
+            for flag, value in (("--gpu", args.gpu), ("--gpus", args.gpus),
+                                ("--gpu-roles", args.gpu_roles),
+                                ("--hip" if args.hip else "--no-hip", args.hip))
+            if value is not None
+        ]  # fmt: skip
+        if given:
+            problems.append(
+                f"{given[0]} is about the cards of this PC; --device plans for a card that is "
+                "not in it"
+            )
+    if args.command == "plan" and args.explain is not None and not args.explain.strip():
+        problems.append("--explain needs a switch name, such as STRATA_HIP_WMMA or --pcie-frac")
     if args.command == "tune" and not args.switches:
         given = [
             flag
@@ -378,7 +516,7 @@ def _ignored_options(args: argparse.Namespace, engine: Sequence[str]) -> list[st
         ]  # fmt: skip
         if given:
             problems.append(f"{given[0]} is for a table calibration, not tune --switches")
-    if args.command == "run" and engine and args.json:
+    if args.command == "run" and engine is not None and args.json:
         problems.append("run --json reports the workload; with -- ENGINE the engine runs instead")
     return problems
 
@@ -395,7 +533,7 @@ def _fail(message: str, status: int, as_json: bool) -> int:
 
 def _plugins(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from .manager import PluginManager
-    from .report import plugin_dict, plugins_text, warn
+    from .report import SCHEMA_VERSION, plugin_dict, plugins_text, warn
 
     manager = PluginManager.discover(env)
     if args.check:
@@ -404,7 +542,8 @@ def _plugins(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     records = list(manager.records.values())
     if args.json:
         plugins = [plugin_dict(r, libraries.get(r.name)) for r in records]
-        print(json.dumps({"plugins": plugins, "problems": manager.problems}, indent=2))
+        answer = {"schema_version": SCHEMA_VERSION, "plugins": plugins}
+        print(json.dumps(answer | {"problems": manager.problems}, indent=2))
     else:
         warn(manager.problems)
         print(plugins_text(records, libraries))
@@ -415,7 +554,7 @@ def _check_plugins(args: argparse.Namespace, manager: PluginManager) -> int:
     """Exit 1 when any installed architecture plugin breaks a contract or fails to load."""
     from .conformance import check_plugin
     from .manager import PluginStatus
-    from .report import warn
+    from .report import SCHEMA_VERSION, warn
 
     found = {
         name: check_plugin(manager.pm.get_plugin(name), name)
@@ -423,7 +562,8 @@ def _check_plugins(args: argparse.Namespace, manager: PluginManager) -> int:
         if not record.builtin and record.status is PluginStatus.ACTIVE
     }
     if args.json:
-        print(json.dumps({"checked": found, "problems": manager.problems}, indent=2))
+        answer = {"schema_version": SCHEMA_VERSION, "checked": found}
+        print(json.dumps(answer | {"problems": manager.problems}, indent=2))
     else:
         warn(manager.problems)
         for name, problems in found.items():
@@ -444,7 +584,7 @@ def plan_request(
     args: argparse.Namespace,
     env: Mapping[str, str],
     recorder: Recorder | None,
-    engine: Sequence[str] = (),
+    engine: Sequence[str] | None = None,
 ) -> PlanRequest:
     """The request of a `plan`, `run` or `devices` command line, read once."""
     from .pipeline import PlanRequest
@@ -458,6 +598,13 @@ def plan_request(
             roles=parse_roles(args.gpu_roles) if args.gpu_roles is not None else {},
         )
     planning = args.command in ("plan", "run")
+    if planning:  # checked here, so that a plan that needs no version refuses a bad one too
+        from .tuning.versions import hipblaslt_number, rocblas_version
+
+        if args.hipblaslt:
+            hipblaslt_number(args.hipblaslt)
+        if args.rocblas:
+            rocblas_version(args.rocblas)
     return PlanRequest(
         env=env,
         config=args.config,
@@ -475,18 +622,18 @@ def plan_request(
         profile=args.profile if planning else None,
         hipblaslt=args.hipblaslt if planning else None,
         rocblas=args.rocblas if planning else None,
-        engine_args=tuple(engine[1:]),
+        engine_args=tuple(engine[1:]) if engine else (),
         threads=getattr(args, "threads", None) or 0,
-        for_run=args.command == "run" and not engine,
+        for_run=args.command == "run" and engine is None,
         recorder=recorder or Recorder(),
     )
 
 
-def _devices(request: PlanRequest, as_json: bool) -> int:
+def _devices(request: PlanRequest, as_json: bool, verbose: bool) -> int:
     from . import config as run_config
     from .context import this_os
     from .pipeline import detect
-    from .report import device_dict, devices_text, warn
+    from .report import SCHEMA_VERSION, device_dict, devices_text, warn
 
     _, config = run_config.find_and_load(request.config, request.env, request.recorder)
     detected = detect(request, config)
@@ -497,7 +644,9 @@ def _devices(request: PlanRequest, as_json: bool) -> int:
         print(
             json.dumps(
                 {
+                    "schema_version": SCHEMA_VERSION,
                     "devices": rows,
+                    "backend": "cuda" if selection.vendor == "nvidia" else "hip",
                     "selected": list(selection.indices),
                     "selection_reason": selection.reason,
                     "notes": list(notes),
@@ -510,5 +659,5 @@ def _devices(request: PlanRequest, as_json: bool) -> int:
         warn(detected.warnings)
         for note in notes:
             log.info(note, kind="note")
-        print(devices_text(rows, selection))
+        print(devices_text(rows, selection, verbose))
     return 0

@@ -1,7 +1,10 @@
-"""Built-in plugin ``core``: the switches every HIP build of the engine reads, and the rules
-that hold on every card. Rows follow reference/AMD_HIP.md; ``section`` names where."""
+"""Built-in plugin ``core``: the switches the engine reads (most of them only its HIP build),
+and the rules that hold on every card. Rows follow reference/AMD_HIP.md; ``section`` names
+where."""
 
 from __future__ import annotations
+
+import attrs
 
 from .hookspec import hookimpl
 from .records import Device, RunContext
@@ -110,7 +113,19 @@ _ROWS = (
 )
 # fmt: on
 
-SWITCHES = tuple(Switch(*row) for row in _ROWS)
+#: the rows every backend's engine reads (AMD_HIP.md: "all" in the Speed switches' Cards
+#: column, the streams that are "Off on HIP" and so on elsewhere, the resident set's headroom,
+#: and the engine arguments: "the CUDA and gfx11 parts keep their own measured values");
+#: every other row is the HIP build's only, and an NVIDIA plan does not list it
+EVERY_BACKEND = frozenset({
+    "STRATA_PREFILL_WARM", "STRATA_PLE_AUTO_RAM", "STRATA_SH_STREAM", "STRATA_MTP_SIDE_STREAM",
+    "STRATA_RESIDENT_HEADROOM_GIB", "--pcie-frac", "--pipeline-windows", "--ple-io",
+})  # fmt: skip
+
+SWITCHES = tuple(
+    attrs.evolve(switch, backends=() if switch.name in EVERY_BACKEND else ("hip",))
+    for switch in (Switch(*row) for row in _ROWS)
+)
 
 #: strata-core's own environment: read by strata, never passed to the engine as switches.
 CONTROL_VARIABLES = frozenset(

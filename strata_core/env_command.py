@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import platform
+import shlex
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -35,6 +36,24 @@ def os_name() -> str:
     return platform.platform()
 
 
+def rocm_version(env: Mapping[str, str]) -> str | None:
+    """The ROCm install's version ($ROCM_PATH, else /opt/rocm: .info/version), if any."""
+    for root in (env.get("ROCM_PATH"), "/opt/rocm"):
+        if root and (line := _first_line(Path(root, ".info", "version"))):
+            return f"{line} ({root})"
+    return None
+
+
+def numpy_blas() -> dict:
+    """numpy's version and the BLAS it calls (threadpoolctl), which the host prompt GEMM runs."""
+    import numpy
+    from threadpoolctl import threadpool_info
+
+    blas = next((i for i in threadpool_info() if i.get("user_api") == "blas"), None)
+    named = f"{blas['internal_api']} {blas.get('version') or ''}".strip() if blas else None
+    return {"version": numpy.__version__, "blas": named}
+
+
 def _first_line(path: Path) -> str | None:
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -45,6 +64,7 @@ def _first_line(path: Path) -> str | None:
 
 def report(request: PlanRequest) -> dict:
     """Everything the report holds, as JSON-ready data."""
+    from .host.platform import cpu_name, isa_level, kernel_isa
     from .report import SCHEMA_VERSION, device_dict
     from .tuning import versions
 
@@ -69,6 +89,9 @@ def report(request: PlanRequest) -> dict:
         "python": f"{platform.python_version()} ({sys.executable})",
         "os": os_name(),
         "kernel": platform.release(),
+        "cpu": {"name": cpu_name(), "isa_level": isa_level(), "host_kernels": kernel_isa()},
+        "numpy": numpy_blas(),
+        "rocm": rocm_version(env),
         "drivers": {name: _first_line(file) for name, file in DRIVER_FILES.items()},
         "runtimes": list(detected.found.notes),
         "libraries": {name: {"version": v.version, "how": v.how} for name, v in libraries.items()},
@@ -76,6 +99,7 @@ def report(request: PlanRequest) -> dict:
             device_dict(a, detected.selection, os_label, env) for a in detected.assignments
         ],
         "selected": list(detected.selection.indices),
+        "backend": "cuda" if detected.selection.vendor == "nvidia" else "hip",
         "variables": {k: v for k, v in sorted(env.items()) if k.startswith(ENV_PREFIXES)},
         "run_config": {
             "path": str(path) if path else None,
@@ -89,6 +113,7 @@ def report(request: PlanRequest) -> dict:
 
 
 def text(answer: Mapping) -> str:
+    cpu, numpy = answer["cpu"], answer["numpy"]
     lines = [f"strata {answer['strata']}", "plugins:"]
     lines += [
         f"  {p['name']} ({p['distribution']} {p['version']}): {p['status']}"
@@ -97,6 +122,9 @@ def text(answer: Mapping) -> str:
     lines += [
         f"python: {answer['python']}",
         f"os: {answer['os']} (kernel {answer['kernel']})",
+        f"cpu: {cpu['name']} ({cpu['isa_level']}; host kernels {cpu['host_kernels']})",
+        f"numpy: {numpy['version']} (BLAS: {numpy['blas'] or 'none found'})",
+        f"rocm: {answer['rocm'] or 'none installed'}",
         "drivers:",
     ]
     lines += [f"  {name}: {line or 'not loaded'}" for name, line in answer["drivers"].items()]
@@ -108,8 +136,8 @@ def text(answer: Mapping) -> str:
     ]
     lines += ["devices:"]
     lines += [
-        f"  {'*' if d['selected'] else ' '} {d['index']}  {d['name']}  {d['gfx']}  "
-        f"{d['family']}  {d['status']}; {d['reason']}"
+        f"  {'*' if d['selected'] else ' '} {'-' if d['index'] is None else d['index']}  "
+        f"{d['name']}  {d['gfx']}  {d['family']}  {d['status']}; {d['reason']}"
         for d in answer["devices"]
     ] or ["  none"]
     lines += ["variables that change a plan:"]
@@ -117,7 +145,14 @@ def text(answer: Mapping) -> str:
     config = answer["run_config"]
     lines += [f"run config: {config['path'] or 'none'}"]
     if config["path"]:
-        lines += [f"  {key}: {config[key]}" for key in ("exe", "gpu", "env", "args")]
+        gpu = "none" if config["gpu"] is None else config["gpu"]  # N, [N, ...] or "all"
+        lines += [
+            f"  exe: {config['exe'] or 'none'}",
+            f"  gpu: {gpu if isinstance(gpu, str | int) else ','.join(map(str, gpu or ()))}",
+            f"  args: {shlex.join(config['args']) or 'none'}",
+            "  env:" + ("" if config["env"] else " none"),
+        ]
+        lines += [f"    {k}={v}" for k, v in config["env"].items()]
     lines += [f"warning: {w}" for w in answer["warnings"]]
     return "\n".join(lines)
 

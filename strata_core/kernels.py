@@ -77,7 +77,9 @@ def gpu_topk_choices(switches: Mapping[str, str | None], cells: int) -> tuple[Ke
 def router_choice(switches: Mapping[str, str | None]) -> KernelChoice:
     if switches.get("STRATA_HIP_ROUTER_OLD") == "1":
         return KernelChoice("router_topk", "portable", "STRATA_HIP_ROUTER_OLD=1")
-    return KernelChoice("router_topk", "fast", "the fast router (STRATA_HIP_ROUTER_OLD unset)")
+    # the HIP build's switch: an NVIDIA plan does not hold it
+    unset = " (STRATA_HIP_ROUTER_OLD unset)" if "STRATA_HIP_ROUTER_OLD" in switches else ""
+    return KernelChoice("router_topk", "fast", f"the fast router{unset}")
 
 
 def attention_choice(

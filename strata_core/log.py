@@ -1,7 +1,9 @@
 """Every diagnostic strata-core says goes through here (structlog), on stderr.
 
-For people: ``strata-core: <message>``, warnings as ``strata-core: warning: <message>``. For
-machines, ``--log-format logfmt`` (``level=info msg="..." kind=start_line``) or ``json``.
+For people: ``strata-core: <message>``, warnings as ``strata-core: warning: <message>`` and
+debug lines as ``strata-core: debug: <message>``. For machines, ``--log-format logfmt``
+(``level=info msg="..." kind=start_line timestamp=...``) or ``json``, each line with its
+level and its time (ISO 8601, UTC).
 The level is ``info`` by default; ``-q`` shows warnings and errors only, ``-v`` adds debug
 lines, and STRATA_LOG_LEVEL (debug, info, warning, error) sets it where no option does.
 Messages keep their words exactly (the reference page's start lines among them); what a
@@ -39,7 +41,7 @@ def level_from(verbose: bool, quiet: bool, env: Mapping[str, str]) -> str:
 
 
 def _for_people(_logger: Any, method: str, event: dict) -> str:
-    label = "warning: " if method == "warning" else ""
+    label = f"{method}: " if method in ("warning", "debug") else ""
     return f"{PROG}: {label}{event['event']}"
 
 
@@ -59,6 +61,7 @@ def _structlog_logger() -> Any:
     if _settings["format"] == "people":
         processors.append(_for_people)
     else:
+        processors.append(structlog.processors.TimeStamper(fmt="iso", utc=True))
         processors.append(structlog.processors.EventRenamer("msg"))
         processors.append(
             structlog.processors.LogfmtRenderer(key_order=["level", "msg"])
@@ -84,6 +87,11 @@ def get() -> Any:
 def _say(method: str, message: str, fields: dict[str, Any]) -> None:
     if _NUMBERS[method] >= _NUMBERS[_settings["level"]]:
         getattr(get(), method)(message, **fields)
+
+
+def says(level: str) -> bool:
+    """Whether a line at ``level`` is said at the level in force (-q: not info)."""
+    return _NUMBERS[level] >= _NUMBERS[_settings["level"]]
 
 
 def info(message: str, **fields: Any) -> None:

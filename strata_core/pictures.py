@@ -9,6 +9,8 @@ import attrs
 from .records import Device
 
 GPU_READER_FROM_BYTES = 24 * 10**9
+#: VRAM is said in GiB everywhere, as `devices` says it
+GIB = 1 << 30
 RDNA3 = ("gfx1100", "gfx1101", "gfx1102")
 
 
@@ -41,8 +43,8 @@ def picture_reader(device: Device, os_name: str, requested: str | None) -> Pictu
     else:
         reader = "gpu" if device.vram_bytes >= GPU_READER_FROM_BYTES else "cpu"
         reason = (
-            f"{device.vram_bytes / 10**9:.1f} GB of VRAM: CPU reader under 24 GB, GPU reader "
-            "from 24 GB"
+            f"{device.vram_bytes / GIB:.1f} GiB of VRAM: CPU reader under 24 GB "
+            f"({GPU_READER_FROM_BYTES / GIB:.1f} GiB), GPU reader from 24 GB"
         )
     if reader == "cpu":
         return PictureReader(reader, reason)

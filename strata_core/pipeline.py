@@ -23,7 +23,16 @@ from .devices import DeviceScan, device_for, scan
 from .errors import StrataError
 from .host.plugin import host_device
 from .manager import PluginManager
-from .plan import HOST, HostRun, Plan, RunSettings, build_plan, support_notes, with_tuning
+from .plan import (
+    HOST,
+    EngineCards,
+    HostRun,
+    Plan,
+    RunSettings,
+    build_plan,
+    support_notes,
+    with_tuning,
+)
 from .records import DetectionContext, Device, RunContext, Workload
 from .resolve import parse_engine_args
 from .selection import DeviceChoice, Selection, choose_backend
@@ -251,6 +260,11 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
             host=host_run(request, host_plan),
             run=run_settings(request, manager, plan, workload),
         )
+    if not request.device and selection.indices:
+        given = {arg.partition("=")[0] for arg in request.engine_args if arg.startswith("--")}
+        roles = selection.roles if device_choice(request, config).roles else {}
+        cards = EngineCards(plan.backend, selection.indices, roles, frozenset(given))
+        plan = attrs.evolve(plan, cards=cards)
     # last, so that a plugin that broke in any hook above is among them
     plan = attrs.evolve(plan, warnings=(*manager.problems, *detection_problems, *plan.warnings))
     row = device_dict(main, selection, plan.context.os, env)

@@ -58,6 +58,28 @@ class RunSettings:
 
 
 @attrs.frozen
+class EngineCards:
+    """The cards the engine runs on, told to it as the reference page numbers them ("--gpu N
+    and the config's "gpu" are HIP numbers"; CUDA ordinals on an NVIDIA card): ``indices`` in
+    run order, the last the main card of a layer split; ``roles`` where the user said them;
+    ``given`` the engine flags the user passed after ``run --``, which win."""
+
+    backend: str
+    indices: tuple[int, ...]
+    roles: Mapping[int, str] = attrs.field(factory=dict)
+    given: frozenset[str] = frozenset()
+
+    def argv(self) -> list[str]:
+        parts = [] if "--backend" in self.given else ["--backend", self.backend]
+        if self.given & {"--gpu", "--gpu-roles"}:
+            return parts
+        parts += ["--gpu", ",".join(map(str, self.indices))]
+        if self.roles:
+            parts += ["--gpu-roles", ",".join(f"{i}={r}" for i, r in self.roles.items())]
+        return parts
+
+
+@attrs.frozen
 class Plan:
     device: Device
     plugin: str
@@ -74,6 +96,8 @@ class Plan:
     #: for a run only (PlanRequest.for_run)
     host: HostRun | None = None
     run: RunSettings | None = None
+    #: the cards of this PC the engine is told to use; None for the host or a named card
+    cards: EngineCards | None = None
 
     @property
     def backend(self) -> str:
@@ -96,12 +120,15 @@ class Plan:
         return dict(self.extra_env) | chosen
 
     def engine_args(self) -> list[str]:
-        return [
+        """The arguments the engine gets after the user's own: every argument value strata
+        decided or the run config set, then the backend and cards."""
+        decided = [
             part
             for flag, r in self.args.items()
             if r.value is not None and r.source != "user"
             for part in (flag, r.value)
         ]
+        return decided + (self.cards.argv() if self.cards else [])
 
     def explain(self, name: str) -> Resolved | None:
         return self.switches.get(name) or self.args.get(name)
@@ -141,6 +168,9 @@ def build_plan(
     """
     plugins = (CORE, plugin)
     switches, warnings = declarations(manager, plugins)
+    backend = BACKENDS[device.vendor]
+    if backend != HOST:  # a GPU backend's plan holds no other backend's switches
+        switches = {n: s for n, s in switches.items() if not s.backends or backend in s.backends}
     flags = {n for n, s in switches.items() if s.is_arg}
     config = {k: v for k, v in config_env.items() if k in switches and not switches[k].is_arg}
     config |= parse_engine_args(config_args, flags)

@@ -14,6 +14,7 @@ from .errors import StrataError
 from .pipeline import PlanRequest, make_plan
 from .plan import Plan, declarations
 from .report import explain_text, plan_dict, plan_text, warn
+from .resolve import without_flags
 from .selection import Selection
 from .switches import Switch
 
@@ -34,7 +35,7 @@ def run_plan(request: PlanRequest, args: argparse.Namespace) -> int:
     if explained:
         print(explain_text(plan, explained, switches[explained]))
     elif args.toml:
-        text = run_config.dumps(
+        text = toml_header(plan, outcome.no_gpu) + run_config.dumps(
             reproducing_config(
                 plan, outcome.config, selection, args.device is None and outcome.no_gpu is None
             )
@@ -42,12 +43,27 @@ def run_plan(request: PlanRequest, args: argparse.Namespace) -> int:
         if args.output:
             from .files import write_atomic
 
+            if args.output.is_file() and not args.force:
+                raise StrataError(
+                    f"--output {args.output}: the file exists; --force replaces it (its "
+                    "comments and all)"
+                )
             write_atomic(args.output, text)
         else:
             print(text, end="")
     else:
-        print(plan_text(plan, row))
+        print(plan_text(plan, row, args.verbose))
     return 0
+
+
+def toml_header(plan: Plan, no_gpu: str | None) -> str:
+    """The comment a written run config starts with: what it was planned for."""
+    d = plan.device
+    what = f"{d.name} ({d.gfx}) on {plan.context.os.capitalize()}"
+    lines = [f"# strata run config from `strata-core plan --toml`: {what}"]
+    if no_gpu:
+        lines.append(f"# {no_gpu}: nothing is decided for a card")
+    return "".join(f"{line}\n" for line in lines)
 
 
 def switch_named(name: str, switches: Mapping[str, Switch], plugin: str) -> str:
@@ -70,7 +86,7 @@ def reproducing_config(
         n: r.value for n, r in plan.switches.items() if r.value is not None
     }
     decided = {flag for flag, r in plan.args.items() if r.value is not None}
-    kept = _without_flags(config.args, decided)
+    kept = without_flags(config.args, decided)
     args = kept + tuple(
         part for flag, r in plan.args.items() if r.value is not None for part in (flag, r.value)
     )
@@ -84,18 +100,3 @@ def reproducing_config(
         args=args,
         gpu_roles={str(k): v for k, v in selection.roles.items()} or config.gpu_roles,
     )
-
-
-def _without_flags(args: tuple[str, ...], flags: set[str]) -> tuple[str, ...]:
-    kept: list[str] = []
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-            continue
-        flag, eq, _ = arg.partition("=")
-        if flag in flags:
-            skip = not eq
-            continue
-        kept.append(arg)
-    return tuple(kept)

@@ -6,7 +6,8 @@ from collections.abc import Mapping, Sequence
 
 from . import log, packages
 from .claims import Assignment
-from .manager import PluginRecord
+from .manager import PluginRecord, PluginStatus
+from .plan import BACKENDS
 from .records import KernelLibrary
 from .selection import Selection
 
@@ -57,6 +58,11 @@ def library_lines(name: str, library: KernelLibrary) -> list[str]:
 def plugins_text(records: Sequence[PluginRecord], libraries: Mapping[str, KernelLibrary]) -> str:
     rows = [("name", "distribution", "version", "api", "archs", "status")]
     for r in records:
+        status = r.status.value + (f": {r.why}" if r.why else "")
+        library = libraries.get(r.name)
+        if r.status is PluginStatus.ACTIVE and library is not None and not library.code_objects:
+            # it plans, and runs nothing on a GPU
+            status = "plans only: " + (library.problems or ["no code objects"])[0]
         rows.append(
             (
                 r.name,
@@ -64,7 +70,7 @@ def plugins_text(records: Sequence[PluginRecord], libraries: Mapping[str, Kernel
                 r.version,
                 str(r.api_version or "-"),
                 ",".join(r.targets) or "-",
-                r.status.value + (f": {r.why}" if r.why else ""),
+                status,
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
@@ -85,6 +91,8 @@ def device_dict(
     d = assignment.device
     return {
         "index": d.index,
+        "vendor": d.vendor,
+        "backend": BACKENDS[d.vendor],
         "name": d.name,
         "gfx": d.gfx,
         "physical_gfx": d.physical_gfx,
@@ -98,6 +106,7 @@ def device_dict(
         "status": packages.status(d.physical_gfx, os_name, env),
         "usable": assignment.usable,
         "reason": f"hidden by {d.hidden_by}" if d.hidden_by else assignment.reason,
+        "refusals": assignment.refusals if assignment.plugin is None else [],
         "selected": selection.selects(d),
         "role": selection.roles.get(d.index)
         if d.index is not None and selection.selects(d)
@@ -107,11 +116,11 @@ def device_dict(
     }
 
 
-def devices_text(rows: Sequence[dict], selection: Selection) -> str:
+def devices_text(rows: Sequence[dict], selection: Selection, verbose: bool = False) -> str:
     """The cards under column headers (``*`` marks the chosen ones), each with its status and
-    who runs it on the line below."""
+    who runs it on the line below; ``verbose`` adds why each plugin refuses a card none runs."""
     if not rows:
-        return "no AMD GPU found"
+        return "no GPU found"
     table = [("", "#", "card", "target", "family", "kind", "VRAM", "PCI")]
     below = []
     for row in rows:
@@ -134,7 +143,11 @@ def devices_text(rows: Sequence[dict], selection: Selection) -> str:
             )
         )
         role = f" [{row['role']}]" if row["role"] else ""
-        below.append(f"      {row['status']}; {row['reason']}{role}")
+        refusals = row["refusals"] if verbose else []
+        below.append(
+            "\n".join([f"      {row['status']}; {row['reason']}{role}"]
+                      + [f"        {refusal}" for refusal in refusals])
+        )  # fmt: skip
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
     lines = [
         "  ".join(cell.rjust(w) if i == 1 else cell.ljust(w) for i, (cell, w) in
@@ -168,6 +181,7 @@ def plan_dict(plan, device_row: dict, selected: Sequence[int]) -> dict:
         "schema_version": SCHEMA_VERSION,
         "engine_env": plan.engine_env(),
         "engine_argv": plan.engine_args(),
+        "backend": plan.backend,
         "device": device_row,
         "plugin": plan.plugin,
         "os": plan.context.os,
@@ -186,7 +200,9 @@ def plan_dict(plan, device_row: dict, selected: Sequence[int]) -> dict:
     }
 
 
-def plan_text(plan, device_row: dict) -> str:
+def plan_text(plan, device_row: dict, verbose: bool = False) -> str:
+    """The plan for people: what strata sets and why; ``verbose`` adds the switches left to
+    the engine's built-ins."""
     d = plan.device
     kind = "integrated" if d.integrated else "discrete"
     numbering = "CUDA" if d.vendor == "nvidia" else "HIP"
@@ -199,9 +215,10 @@ def plan_text(plan, device_row: dict) -> str:
     ]
     everything = {**plan.switches, **plan.args}
     width = max(len(n) for n in everything) + 2
+    unset = sum(r.source == "builtin" for r in everything.values())
     for source, title in SOURCE_TITLES.items():
         rows = sorted((n, r) for n, r in everything.items() if r.source == source)
-        if not rows:
+        if not rows or (source == "builtin" and not verbose):
             continue
         lines += ["", f"{title}:"]
         for name, r in rows:
@@ -211,6 +228,8 @@ def plan_text(plan, device_row: dict) -> str:
                 else (f"{name} {r.value}" if name.startswith("--") else f"{name}={r.value}")
             )
             lines.append(f"  {shown.ljust(width + 8)}{r.reason}")
+    if unset and not verbose:
+        lines += ["", f"{unset} more switches unset: the engine's built-ins (-v lists them)"]
     if plan.extra_env:
         lines += ["", "other variables from the run config:"]
         lines += [f"  {k}={v}" for k, v in sorted(plan.extra_env.items())]

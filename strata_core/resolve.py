@@ -75,3 +75,19 @@ def parse_engine_args(args: list[str] | tuple[str, ...], flags: set[str]) -> dic
         if flag in flags:
             found[flag] = value if eq else (args[i + 1] if i + 1 < len(args) else "")
     return found
+
+
+def without_flags(args: tuple[str, ...], flags: set[str]) -> tuple[str, ...]:
+    """``args`` without the named flags and their values (``--f v`` or ``--f=v``)."""
+    kept: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+            continue
+        flag, eq, _ = arg.partition("=")
+        if flag in flags:
+            skip = not eq
+            continue
+        kept.append(arg)
+    return tuple(kept)

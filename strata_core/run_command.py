@@ -7,24 +7,43 @@ import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from . import log
+from .errors import StrataError
 from .pipeline import PlanOutcome, PlanRequest, make_plan
 from .plan import HOST, Plan
 from .report import SCHEMA_VERSION, warn
+from .resolve import without_flags
 
 
-def run(request: PlanRequest, as_json: bool, engine: Sequence[str]) -> int:
+def run(request: PlanRequest, as_json: bool, engine: Sequence[str] | None) -> int:
+    """Run the workload, or with ``engine`` (``run --``: empty for the run config's exe)
+    start the engine."""
     outcome = make_plan(request)
-    notes = outcome.selection.notes if engine else outcome.notes
+    command = None if engine is None else list(engine) or config_engine(outcome)
+    notes = outcome.selection.notes if command else outcome.notes
     for note in notes:
         log.info(note, kind="note")
     warn(outcome.warnings)
     for line in outcome.plan.log:
         log.info(line, kind="start_line")
-    if engine:
-        return start_engine(outcome.plan, request.env, engine)
+    if command:
+        return start_engine(outcome.plan, request.env, command)
     return report_run(outcome, as_json)
+
+
+def config_engine(outcome: PlanOutcome) -> list[str]:
+    """`run --` with no engine named: the run config's ``exe`` (a relative path is the config
+    file's neighbour) with its ``args``, less those the plan decides."""
+    config, where = outcome.config, outcome.config_path
+    if not config.exe:
+        raise StrataError("run --: name the engine to start after --, or as exe in the run config")
+    exe = Path(config.exe).expanduser()
+    if "/" in config.exe and not exe.is_absolute() and where is not None:
+        exe = where.parent / exe
+    decided = {arg for arg in outcome.plan.engine_args() if arg.startswith("--")}
+    return [str(exe), *without_flags(config.args, decided)]
 
 
 def start_engine(plan: Plan, env: Mapping[str, str], engine: Sequence[str]) -> int:

@@ -21,10 +21,11 @@ _NUMBER = re.compile(r"^-?(\d+(\.\d*)?|\.\d+)$")
 
 @attrs.frozen
 class Switch:
-    """One switch the engine reads. ``targets``/``os`` empty means everywhere.
+    """One switch the engine reads. ``targets``/``os``/``backends`` empty means everywhere.
 
     ``name`` is an environment variable (``STRATA_HIP_WMMA``) or an engine argument
-    (``--pcie-frac``); ``builtin`` says what the engine does while it is unset.
+    (``--pcie-frac``); ``builtin`` says what the engine does while it is unset; ``backends``
+    the GPU backends whose engine reads it (``hip``, ``cuda``).
     """
 
     name: str
@@ -35,6 +36,7 @@ class Switch:
     targets: tuple[str, ...] = ()
     os: tuple[str, ...] = ()
     section: str = ""
+    backends: tuple[str, ...] = ()
 
     @property
     def is_arg(self) -> bool:

@@ -116,3 +116,21 @@ def emulating_stand_in(tmp_path_factory) -> str:
         check=True,
     )  # fmt: skip
     return str(library)
+
+
+@pytest.fixture
+def with_driver(nvml_stand_in):
+    """The environment of a PC whose NVIDIA driver is the stand-ins' (NVML, CUDA driver,
+    cuBLASLt), an H200 by default."""
+
+    def environment(env, library, **more):
+        driver = {
+            "STRATA_CUDA_PROBE": "1",
+            "STRATA_NVML_LIBRARY": nvml_stand_in,
+            "STRATA_CUDA_LIBRARY": library,
+            "STRATA_CUBLASLT_LIBRARY": library,
+            "STAND_IN_ARCH": "sm_90",
+        }
+        return env | driver | more
+
+    return environment

@@ -17,9 +17,9 @@ def test_version(env):
 
 
 def test_plugins_json_lists_every_in_tree_plugin(env):
-    plugins = {
-        p["name"]: p for p in json.loads(run("plugins", "--json", env=env).stdout)["plugins"]
-    }
+    answer = json.loads(run("plugins", "--json", env=env).stdout)
+    assert answer["schema_version"] == 1
+    plugins = {p["name"]: p for p in answer["plugins"]}
     library = plugins["hip_rdna4"].pop("kernel_library")
     assert plugins["hip_rdna4"] == {
         "name": "hip_rdna4",
@@ -62,10 +62,13 @@ def test_plugins_text_shows_status_and_why(env):
 def test_devices_json(tmp_path, env):
     root = write_sysfs(tmp_path, [RADEON_780M, RX_7900_XTX])
     answer = json.loads(run("devices", "--json", "--sysfs", str(root), env=env).stdout)
-    assert answer["selected"] == [1]
+    assert answer["schema_version"] == 1
+    assert (answer["backend"], answer["selected"]) == ("hip", [1])
     igpu, card = answer["devices"]
     assert card == {
         "index": 1,
+        "vendor": "amd",
+        "backend": "hip",
         "name": "RX 7900 XT / RX 7900 XTX",
         "gfx": "gfx1100",
         "physical_gfx": "gfx1100",
@@ -79,6 +82,7 @@ def test_devices_json(tmp_path, env):
         "status": "maintainer-tested",
         "usable": True,
         "reason": "hip_rdna3 carries code for gfx1100",
+        "refusals": [],
         "selected": True,
         "role": None,
         "override": None,
@@ -110,7 +114,7 @@ def test_devices_text_through_strata_sysfs(tmp_path, env):
 
 def test_devices_on_a_machine_without_kfd(tmp_path, env):
     out = run("devices", "--sysfs", str(tmp_path), env=env).stdout
-    assert out.splitlines()[-1] == "no AMD GPU found"
+    assert out.splitlines()[-1] == "no GPU found"
 
 
 def test_malformed_tree_warns_in_one_line_each_and_goes_on(tmp_path, env):
@@ -178,3 +182,40 @@ def test_devices_keeps_the_run_configs_choice(tmp_path, env):
     )
     assert answer["selected"] == [0]
     assert answer["selection_reason"] == "--gpu from the run config"
+
+
+def test_a_card_no_plugin_runs_is_one_short_line_and_the_long_form_with_v(env, tmp_path):
+    from strata_core.testing.sysfs import fake_gpu
+
+    root = write_sysfs(tmp_path, [R9700, fake_gpu("gfx908", pci_bus=0x05)])
+    short = run("devices", "--sysfs", str(root), env=env).stdout.splitlines()
+    assert "      not in the architecture database; no installed plugin runs gfx908 (unknown " \
+        "gfx9 family)" in short
+    assert not any("wave64" in line for line in short)
+    verbose = run("devices", "-v", "--sysfs", str(root), env=env).stdout.splitlines()
+    assert "        hip_rdna4 is a wave32 build for gfx1200, gfx1201; gfx908 is wave64" in verbose
+    answer = json.loads(run("devices", "--json", "--sysfs", str(root), env=env).stdout)
+    assert "cuda runs NVIDIA GPUs; gfx908 is not one" in answer["devices"][1]["refusals"]
+
+
+def test_a_plugin_built_without_a_compiler_is_not_shown_active(env, tmp_path):
+    from strata_core.testing.distributions import write_distribution
+
+    problem = "built without a HIP compiler (no STRATA_HIP_CLANG, ROCm clang or clang): no " \
+        "code objects, nothing runs on the GPU"
+    site = write_distribution(
+        tmp_path / "site", "strata-nocc", "1.0", {"nocc": "nocc_plugin:plugin"}, {}
+    )
+    package = site / "nocc_plugin"
+    (package / "kernels").mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        "from strata_core.arch_plugin import ArchPlugin\n\n"
+        "class NoCompiler(ArchPlugin):\n    strata_api_version = 1\n\nplugin = NoCompiler()\n"
+    )
+    (package / "kernels" / "build.json").write_text(json.dumps(
+        {"source": "strata_kernels.hip", "targets": ["gfx1032"], "code_objects": {},
+         "problem": problem}
+    ))  # fmt: skip
+    out = run("plugins", env=env | {"PYTHONPATH": str(site)}).stdout.splitlines()
+    (row,) = [line for line in out if line.startswith("nocc ")]
+    assert row.endswith(f"  plans only: {problem}") and " active" not in row

@@ -153,7 +153,11 @@ def test_plugins_check_on_the_installed_plugins(env):
     result = strata_core("plugins", "--check", env=env)
     assert result.stdout.splitlines() == [f"{name}: conforms" for name in IN_TREE]
     answer = json.loads(strata_core("plugins", "--check", "--json", env=env).stdout)
-    assert answer == {"checked": dict.fromkeys(IN_TREE, []), "problems": []}
+    assert answer == {
+        "schema_version": 1,
+        "checked": dict.fromkeys(IN_TREE, []),
+        "problems": [],
+    }
 
 
 def test_plugins_check_fails_on_a_broken_plugin(env, tmp_path):

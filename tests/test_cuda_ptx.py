@@ -35,6 +35,20 @@ def test_each_module_is_the_kernel_abi_for_its_target(target):
     assert re.search(r"shfl\.sync\.bfly", text)  # the logical warp is the CUDA warp
 
 
+#: the lowest PTX ISA each target allows (NVIDIA's PTX ISA notes), which the 535 driver
+#: branch (CUDA 12.2) and every later one loads
+LOWEST_ISA = {"sm_80": "7.0", "sm_86": "7.1", "sm_89": "7.8", "sm_90": "7.8"}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_each_module_is_built_at_the_lowest_ptx_isa_its_target_allows(target):
+    text = LIBRARY.code_objects[target].read_text()
+    assert re.search(r"^\.version (\S+)$", text, re.M).group(1) == LOWEST_ISA[target]
+    assert ptx.read(LIBRARY.code_objects[target]).ptx_isa == tuple(
+        int(part) for part in LOWEST_ISA[target].split(".")
+    )
+
+
 def test_a_module_with_another_layout_is_refused(tmp_path):
     path = LIBRARY.code_objects["sm_90"]
     text = path.read_text().replace(

@@ -33,3 +33,30 @@ def test_env_reports_versions_devices_variables_and_the_run_config(env, tmp_path
     assert text[0] == "strata 0.1.0"
     assert "  STRATA_TOPK_OLD=1" in text and f"run config: {config}" in text
     assert any(line.startswith("  * 0  ") and "gfx1201" in line for line in text)
+
+
+def test_env_text_has_no_python_values_and_says_the_cpu_numpy_and_rocm(env, tmp_path):
+    root = write_sysfs(tmp_path / "sys", [R9700])
+    config = tmp_path / "strata.toml"
+    config.write_text('gpu = 0\nargs = ["--kv", "int8"]\n[env]\nSTRATA_HIP_WMMA = "auto"\n')
+    chosen = ("--sysfs", str(root), "--config", str(config))
+    answer = json.loads(strata_core("env", "--json", *chosen, env=env).stdout)
+    assert answer["cpu"]["name"] and answer["cpu"]["isa_level"]
+    assert answer["cpu"]["host_kernels"] in ("avx512vnni", "avxvnni", "avx2", "baseline")
+    assert answer["numpy"]["version"] == __import__("numpy").__version__
+    assert answer["backend"] == "hip" and answer["devices"][0]["backend"] == "hip"
+    text = strata_core("env", *chosen, env=env).stdout
+    lines = text.splitlines()
+    assert "  gpu: 0" in lines and "  args: --kv int8" in lines
+    assert "    STRATA_HIP_WMMA=auto" in lines
+    assert any(line.startswith(f"cpu: {answer['cpu']['name']} (") for line in lines)
+    assert any(line.startswith(f"numpy: {answer['numpy']['version']} (BLAS: ") for line in lines)
+    assert "{'" not in text and "None" not in text
+
+
+def test_env_names_the_rocm_install(env, tmp_path):
+    (tmp_path / "rocm" / ".info").mkdir(parents=True)
+    (tmp_path / "rocm" / ".info" / "version").write_text("7.2.4-101\n")
+    chosen = ("--sysfs", str(write_sysfs(tmp_path / "sys", [R9700])))
+    text = strata_core("env", *chosen, env=env | {"ROCM_PATH": str(tmp_path / "rocm")}).stdout
+    assert f"rocm: 7.2.4-101 ({tmp_path / 'rocm'})" in text.splitlines()

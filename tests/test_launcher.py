@@ -11,7 +11,7 @@ import pytest
 from cli_runner import strata_core
 
 from strata_core import launcher
-from strata_core.testing.sysfs import R9700, write_sysfs
+from strata_core.testing.sysfs import R9700, RADEON_780M, RX_7900_XTX, write_nvidia_gpu, write_sysfs
 
 #: prints its arguments and the environment it got (its pid into PID_FILE), then sleeps,
 #: kills itself or exits as told
@@ -132,7 +132,7 @@ def test_run_starts_the_engine_with_the_plan(pc, engine):
     chosen = ("run", "--pack", "IQ3_S", "--os", "linux", "--", str(engine), "--serve")
     result = strata_core(*chosen, env=pc | {"STRATA_HC_Q8": "0"})
     seen = json.loads(result.stdout)
-    assert seen["argv"] == ["--serve", "--pcie-frac", "0.15"]
+    assert seen["argv"] == ["--serve", "--pcie-frac", "0.15", "--backend", "hip", "--gpu", "0"]
     assert seen["env"]["STRATA_HIP_WMMA"] == "1"
     assert seen["env"]["STRATA_HC_Q8"] == "0"  # the user's value, untouched
     assert "hipBLASLt tuning table: none (" in result.stderr
@@ -140,7 +140,8 @@ def test_run_starts_the_engine_with_the_plan(pc, engine):
 
 def test_an_explicit_engine_argument_wins(pc, engine):
     result = strata_core("run", "--pack", "IQ3_S", "--", str(engine), "--pcie-frac", "0.3", env=pc)
-    assert json.loads(result.stdout)["argv"] == ["--pcie-frac", "0.3"]
+    argv = json.loads(result.stdout)["argv"]
+    assert argv == ["--pcie-frac", "0.3", "--backend", "hip", "--gpu", "0"]
 
 
 def test_the_engines_exit_status_passes_through(env, tmp_path, engine):
@@ -154,3 +155,73 @@ def test_the_engines_exit_status_passes_through(env, tmp_path, engine):
         check=False,
     )
     assert result.returncode == 3
+
+
+def engine_argv(env, *options, engine):
+    """What the engine got after `run OPTIONS -- ENGINE`, checked against `plan --json`."""
+    planned = json.loads(strata_core("plan", "--json", *options, env=env).stdout)["engine_argv"]
+    seen = json.loads(strata_core("run", *options, "--", str(engine), env=env).stdout)["argv"]
+    assert seen == planned
+    return seen
+
+
+@pytest.fixture
+def two_cards(tmp_path, env):
+    """The 780M (HIP 0) beside an R9700 (HIP 1)."""
+    return env | {"STRATA_SYSFS": str(write_sysfs(tmp_path / "sys", [RADEON_780M, R9700]))}
+
+
+def test_the_chosen_card_is_named_to_the_engine(two_cards, engine):
+    assert engine_argv(two_cards, "--gpu", "0", engine=engine)[-4:] == [
+        "--backend", "hip", "--gpu", "0"
+    ]  # fmt: skip
+    assert engine_argv(two_cards, engine=engine)[-2:] == ["--gpu", "1"]  # the automatic choice
+
+
+def test_a_split_and_roles_reach_the_engine(tmp_path, env, engine):
+    pc = env | {"STRATA_SYSFS": str(write_sysfs(tmp_path / "sys", [R9700, RX_7900_XTX]))}
+    assert engine_argv(pc, "--gpus", "1,0", engine=engine)[-2:] == ["--gpu", "1,0"]
+    roles = engine_argv(pc, "--gpu-roles", "1=main,0=helper", engine=engine)
+    assert roles[-4:] == ["--gpu", "0,1", "--gpu-roles", "1=main,0=helper"]
+
+
+def test_the_run_configs_gpu_reaches_the_engine(two_cards, engine, tmp_path):
+    """`plan --toml` writes the chosen card; `run --` with that config tells the engine."""
+    config = tmp_path / "chosen.toml"
+    strata_core("plan", "--toml", "--gpu", "0", "--output", str(config), env=two_cards)
+    assert "gpu = 0" in config.read_text()
+    pc = two_cards | {"STRATA_CONFIG": str(config)}
+    assert engine_argv(pc, engine=engine)[-2:] == ["--gpu", "0"]
+    config.write_text("gpu = [0, 1]\n")
+    assert engine_argv(pc, engine=engine)[-2:] == ["--gpu", "0,1"]
+
+
+def test_an_nvidia_card_is_named_by_its_cuda_ordinal(tmp_path, env, engine, stand_in, with_driver):
+    root = write_nvidia_gpu(write_sysfs(tmp_path / "sys", [R9700]), "0000:41:00.0")
+    pc = with_driver(env, stand_in, STRATA_SYSFS=str(root))
+    assert engine_argv(pc, engine=engine)[-4:] == ["--backend", "cuda", "--gpu", "0"]
+
+
+def test_the_users_own_card_arguments_win(two_cards, engine):
+    seen = strata_core("run", "--", str(engine), "--gpu=0", env=two_cards).stdout
+    assert json.loads(seen)["argv"] == ["--gpu=0", "--backend", "hip"]
+
+
+def test_run_starts_the_run_configs_exe(tmp_path, env, engine):
+    folder = tmp_path / "checkout"
+    folder.mkdir()
+    engine.rename(folder / "strata")
+    config = folder / "strata.toml"
+    config.write_text('exe = "./strata"\nargs = ["--serve", "--pcie-frac", "0.5"]\n')
+    result = strata_core(
+        "run", "--sysfs", str(tmp_path), "--", env=env | {"STRATA_CONFIG": str(config)}
+    )
+    assert json.loads(result.stdout)["argv"] == ["--serve", "--pcie-frac", "0.5"]
+
+
+def test_run_with_no_engine_anywhere_says_where_to_name_one(tmp_path, env):
+    result = strata_core("run", "--sysfs", str(tmp_path), "--", env=env, check=False)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        "strata-core: run --: name the engine to start after --, or as exe in the run config"
+    )

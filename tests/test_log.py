@@ -1,7 +1,13 @@
 """One logging layer: every diagnostic on stderr through structlog, for people or machines."""
 
 import json
+import os
+import pty
 import shlex
+import subprocess
+import sys
+from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 from cli_runner import strata_core
@@ -39,7 +45,8 @@ def test_quiet_keeps_warnings_only_and_verbose_adds_debug(pc):
     assert quiet and all(line.startswith("strata-core: warning: ") for line in quiet)
     verbose = run_engine(pc, "-v")
     assert set(run_engine(pc)) < set(verbose)
-    assert any("carries code for gfx1201" in line for line in verbose)
+    debug = [line for line in verbose if "carries code for gfx1201" in line]
+    assert debug and all(line.startswith("strata-core: debug: ") for line in debug)
 
 
 @pytest.mark.parametrize(("level", "info"), [("warning", False), ("debug", True)])
@@ -56,8 +63,15 @@ def test_a_bad_log_level_is_one_line(pc):
     )
 
 
+def timed(fields: dict) -> dict:
+    """The fields of a line for machines less its time, which must be ISO 8601 in UTC."""
+    when = datetime.fromisoformat(fields.pop("timestamp").replace("Z", "+00:00"))
+    assert when.utcoffset() == timedelta(0)
+    return fields
+
+
 def test_json_lines_for_machines(pc):
-    lines = [json.loads(line) for line in run_engine(pc, "--log-format", "json")]
+    lines = [timed(json.loads(line)) for line in run_engine(pc, "--log-format", "json")]
     assert {"level": "info", "msg": START, "kind": "start_line"} in lines
     warning = next(line for line in lines if line["level"] == "warning")
     assert warning["msg"].startswith("STRATA_NOT_A_SWITCH (set in the environment)")
@@ -65,7 +79,7 @@ def test_json_lines_for_machines(pc):
 
 def test_logfmt_lines_for_machines(pc):
     lines = run_engine(pc, "--log-format", "logfmt")
-    fields = [dict(part.split("=", 1) for part in shlex.split(line)) for line in lines]
+    fields = [timed(dict(part.split("=", 1) for part in shlex.split(line))) for line in lines]
     assert {"level": "info", "msg": START, "kind": "start_line"} in fields
     assert all(line.startswith("level=") for line in lines)
 
@@ -74,3 +88,50 @@ def test_errors_keep_their_one_line(pc):
     result = strata_core("plan", "--device", "gfx9000", env=pc, check=False)
     assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert result.stderr.startswith("strata-core: --device gfx9000: not a target strata knows")
+
+
+def test_usage_errors_are_said_in_the_chosen_format(pc):
+    result = strata_core("plan", "--kv", "bogus", "--log-format", "json", env=pc, check=False)
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    fields = timed(json.loads(line))
+    assert fields["level"] == "error"
+    assert fields["msg"].startswith("plan: argument --kv: invalid choice: 'bogus'")
+
+
+def test_options_before_the_command(pc):
+    assert strata_core("-q", "run", "--", "true", env=pc).stderr.startswith(
+        "strata-core: warning: "
+    )
+    lines = strata_core("--log-format", "json", "run", "--", "true", env=pc).stderr.splitlines()
+    assert all(json.loads(line)["level"] for line in lines)
+    verbose = strata_core("-v", "run", "--", "true", env=pc).stderr
+    assert "strata-core: debug: " in verbose
+
+
+def test_run_quiet_on_a_terminal_shows_no_step_counter(env, tmp_path):
+    """The step counter is for a person at a terminal; -q keeps it off too."""
+    tiny = Path(__file__).parent / "fixtures" / "profiles" / "tiny.toml"
+
+    def on_a_terminal(*options):
+        ours, theirs = pty.openpty()
+        command = [sys.executable, "-m", "strata_core", "run", *options, "--sysfs",
+                   str(tmp_path), "--profile", str(tiny)]  # fmt: skip
+        with subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=theirs) as ran:
+            os.close(theirs)
+            said = b""
+            while chunk := _read(ours):
+                said += chunk
+            assert ran.wait(timeout=300) == 0
+        os.close(ours)
+        return said.decode()
+
+    assert "run: step " in on_a_terminal()
+    assert "run: step " not in on_a_terminal("-q")
+
+
+def _read(fd: int) -> bytes:
+    try:
+        return os.read(fd, 4096)
+    except OSError:  # the terminal's other side closed
+        return b""

@@ -27,24 +27,6 @@ def nvidia_tree(tmp_path):
     return write_nvidia_gpu(write_sysfs(tmp_path / "sys", [R9700]), PCI)
 
 
-@pytest.fixture
-def with_driver(nvml_stand_in):
-    """The environment of a PC whose NVIDIA driver is the stand-ins' (NVML, CUDA driver,
-    cuBLASLt), an H200 by default."""
-
-    def environment(env, library, **more):
-        driver = {
-            "STRATA_CUDA_PROBE": "1",
-            "STRATA_NVML_LIBRARY": nvml_stand_in,
-            "STRATA_CUDA_LIBRARY": library,
-            "STRATA_CUBLASLT_LIBRARY": library,
-            "STAND_IN_ARCH": "sm_90",
-        }
-        return env | driver | more
-
-    return environment
-
-
 def devices_json(root, env) -> dict:
     result = run("devices", "--json", "--sysfs", str(root), env=env)
     assert result.returncode == 0, result.stderr
@@ -55,13 +37,18 @@ def test_without_a_driver_the_card_is_known_by_pci_and_the_hip_backend_runs(nvid
     answer = devices_json(nvidia_tree, env)
     amd, nvidia = answer["devices"]
     assert (nvidia["pci"], nvidia["gfx"], nvidia["plugin"]) == (PCI, "sm_unknown", None)
-    assert "cuda needs the compute capability" in nvidia["reason"]
+    assert nvidia["reason"].startswith("no installed plugin runs sm_unknown (NVIDIA")
+    assert any("cuda needs the compute capability" in r for r in nvidia["refusals"])
     assert amd["selected"] and not nvidia["selected"]
 
 
 def test_the_driver_describes_the_card_and_the_cuda_backend_runs_it(nvidia_tree, env, stand_in, with_driver):
     answer = devices_json(nvidia_tree, with_driver(env, stand_in))
     amd, nvidia = answer["devices"]
+    # both are number 0 of their own runtime: the vendor and backend say whose
+    assert (amd["index"], amd["vendor"], amd["backend"]) == (0, "amd", "hip")
+    assert (nvidia["index"], nvidia["vendor"], nvidia["backend"]) == (0, "nvidia", "cuda")
+    assert (answer["backend"], answer["selected"]) == ("cuda", [0])
     assert (nvidia["name"], nvidia["gfx"], nvidia["index"]) == ("NVIDIA H200", "sm_90", 0)
     assert nvidia["family"] == "NVIDIA compute capability 9.0"
     assert nvidia["plugin"] == "cuda" and nvidia["selected"] and not amd["selected"]
@@ -127,15 +114,19 @@ def test_what_the_driver_prints_stays_out_of_the_answer(nvidia_tree, env, stand_
     assert "hello" not in result.stdout + result.stderr
 
 
+@pytest.mark.parametrize("cuda_version", ["13000", "12020"])  # 12020: the 535 branch
 def test_run_on_an_nvidia_card_runs_every_kernel_through_the_driver(
-    tmp_path, env, emulating_stand_in, with_driver
+    tmp_path, env, emulating_stand_in, with_driver, cuda_version
 ):
     root = write_nvidia_gpu(tmp_path / "sys", PCI)
     launches = tmp_path / "launches"
-    result = run(
-        "run", "--json", "--profile", str(TINY), "--sysfs", str(root),
-        env=with_driver(env, emulating_stand_in, STAND_IN_LAUNCHES=str(launches)),
-    )  # fmt: skip
+    driver = with_driver(
+        env,
+        emulating_stand_in,
+        STAND_IN_LAUNCHES=str(launches),
+        STAND_IN_CUDA_VERSION=cuda_version,
+    )
+    result = run("run", "--json", "--profile", str(TINY), "--sysfs", str(root), env=driver)
     assert result.returncode == 0, result.stderr
     answer = json.loads(result.stdout)
     assert (answer["backend"], answer["plugin"], answer["target"]) == ("cuda", "cuda", "sm_90")
@@ -181,6 +172,23 @@ def test_run_times_each_call_on_the_gpu_behind_a_hold_and_from_the_host(
     text = run("run", "--profile", str(TINY), "--sysfs", str(root), env=carried).stdout
     header = next(line for line in text.splitlines() if line.lstrip().startswith("kernel"))
     assert header.split()[4:6] == ["GPU", "median"] and header.endswith("host call")
+
+
+def test_a_driver_older_than_the_ptx_is_refused_before_any_launch(
+    tmp_path, env, stand_in, with_driver
+):
+    root = write_nvidia_gpu(tmp_path / "sys", PCI)
+    launches = tmp_path / "launches"
+    driver = with_driver(
+        env, stand_in, STAND_IN_LAUNCHES=str(launches), STAND_IN_CUDA_VERSION="11070"
+    )
+    result = run("run", "--profile", str(TINY), "--sysfs", str(root), env=driver)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        f"strata-core: the CUDA driver {stand_in} is CUDA 11.7; strata_kernels-sm_90.ptx is "
+        "PTX ISA 7.8, which needs CUDA 11.8 (driver 520 or newer): update the NVIDIA driver"
+    )
+    assert not launches.exists()
 
 
 def test_gpus_names_cuda_devices_when_the_cuda_backend_runs(nvidia_tree, env, stand_in, with_driver):
@@ -287,3 +295,14 @@ def test_without_the_nvidia_driver_nvml_is_a_note_and_the_cards_are_known_by_pci
     found = nvidia.interpret({"library": None, "tried": ["libnvidia-ml.so.1"]}, {})
     assert found.notes == ("no NVIDIA driver found (tried libnvidia-ml.so.1)",)
     assert found.complete_for == ()
+
+
+def test_an_nvidia_plan_lists_no_amd_switch(env):
+    text = run("plan", "-v", "--device", "sm_90", env=env).stdout
+    answer = json.loads(run("plan", "--json", "--device", "sm_90", env=env).stdout)
+    for amd_only in ("STRATA_HIP_WMMA", "STRATA_ROCBLAS_TUNING", "STRATA_RDNA2_SGEMM"):
+        assert amd_only not in answer["switches"] and f"  {amd_only} " not in text
+    assert "STRATA_HIP" not in text
+    assert {"STRATA_CUBLASLT_TABLE", "STRATA_PREFILL_WARM"} <= set(answer["switches"])
+    amd = json.loads(run("plan", "--json", "--device", "gfx1201", env=env).stdout)
+    assert "STRATA_CUBLASLT_TABLE" not in amd["switches"] and "STRATA_HIP_WMMA" in amd["switches"]

@@ -1,5 +1,8 @@
 """No option is ignored in silence, and usage errors are one line with exit status 2."""
 
+import json
+import tomllib
+
 import pytest
 from cli_runner import strata_core
 
@@ -11,15 +14,15 @@ from cli_runner import strata_core
          "give --toml too"),
         (("plan", "--integrated"), "strata-core: --integrated describes a card named with "
          "--device; give --device too"),
-        (("run", "--threads", "0"), "strata-core run: argument --threads: expected a whole "
+        (("run", "--threads", "0"), "strata-core: run: argument --threads: expected a whole "
          "number from 1, got '0'"),
-        (("plan", "--device", ""), "strata-core plan: argument --device: expected a target "
+        (("plan", "--device", ""), "strata-core: plan: argument --device: expected a target "
          "such as gfx1201, got nothing"),
         (("plan", "--gpus", ""), "strata-core: --gpus : expected HIP numbers such as 1,0, or "
          "all"),
-        (("plan", "--ple-table-gib", "nan"), "strata-core plan: argument --ple-table-gib: "
+        (("plan", "--ple-table-gib", "nan"), "strata-core: plan: argument --ple-table-gib: "
          "expected a finite number of GiB from 0, got 'nan'"),
-        (("plan", "--ple-table-gib", "-1"), "strata-core plan: argument --ple-table-gib: "
+        (("plan", "--ple-table-gib", "-1"), "strata-core: plan: argument --ple-table-gib: "
          "expected a finite number of GiB from 0, got '-1'"),
         (("run", "--json", "--", "engine"), "strata-core: run --json reports the workload; "
          "with -- ENGINE the engine runs instead"),
@@ -27,7 +30,17 @@ from cli_runner import strata_core
          "--switches too"),
         (("tune", "--switches", "--tokens", "256"), "strata-core: --tokens is for a table "
          "calibration, not tune --switches"),
-        (("plan", "--pack", "iq9"), "strata-core plan: argument --pack: 'iq9' is not a pack "
+        (("plan", "--device", "gfx1201", "--gpus", "0,1"), "strata-core: --gpus is about the "
+         "cards of this PC; --device plans for a card that is not in it"),
+        (("plan", "--device", "gfx1201", "--hip"), "strata-core: --hip is about the cards of "
+         "this PC; --device plans for a card that is not in it"),
+        (("plan", "--device", "gfx1201", "--explain", ""), "strata-core: --explain needs a "
+         "switch name, such as STRATA_HIP_WMMA or --pcie-frac"),
+        (("plan", "--sysfs", ".", "--hipblaslt", "banana"), "strata-core: --hipblaslt banana: "
+         "expected a version such as 1.4.1 or 100401"),
+        (("plan", "--toml", "--force"), "strata-core: --force lets --output replace a file; "
+         "give --output too"),
+        (("plan", "--pack", "iq9"), "strata-core: plan: argument --pack: 'iq9' is not a pack "
          "format (IQ3_S, IQ3_XXS, Q2_0, IQ2_XS, IQ2_S, IQ1_M, IQ4_XS, UD-IQ4_XS, Q2_K, Q3_K, "
          "Q4_K, Q5_K, Q6_K, Q8_0, Q5_1)"),
     ],
@@ -57,3 +70,87 @@ def test_explain_suggests_the_closest_name(env):
         "strata-core: --explain STRATA_HIP_WMAM: no switch of hip_rdna4 has that name; did you "
         "mean STRATA_HIP_WMMA?\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (("plan", "--json", "--kv", "bogus"), "plan: argument --kv: invalid choice: 'bogus'"),
+        (("run", "--json", "--threads", "-3"), "run: argument --threads: expected a whole "
+         "number from 1, got '-3'"),
+    ],
+)  # fmt: skip
+def test_a_usage_error_with_json_is_a_json_answer(env, tmp_path, args, error):
+    result = strata_core(*args, env=env, check=False, cwd=tmp_path)
+    assert result.returncode == 2
+    answer = json.loads(result.stdout)
+    assert answer["schema_version"] == 1 and answer["exit"] == 2
+    assert answer["error"].startswith(error)
+    assert result.stderr == f"strata-core: {answer['error']}\n"
+
+
+def test_a_misspelt_command_gets_a_suggestion(env):
+    result = strata_core("plgins", env=env, check=False)
+    assert result.returncode == 2
+    assert result.stderr == (
+        "strata-core: 'plgins' is not a command (plugins, devices, env, plan, run, tune, "
+        "table); did you mean plugins?\n"
+    )
+
+
+@pytest.mark.parametrize("args", [("devices", "--js"), ("plan", "--dev", "gfx1201")])
+def test_an_abbreviated_option_is_refused(env, tmp_path, args):
+    result = strata_core(*args, env=env, check=False, cwd=tmp_path)
+    assert result.returncode == 2
+    assert f"unrecognized arguments: {args[1]}" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["plugins", "devices", "env", "plan", "run", "tune"])
+def test_each_command_has_a_description_and_an_example(env, command):
+    text = strata_core(command, "--help", env=env).stdout
+    usage, description = text.split("\n\n")[:2]
+    assert usage.startswith(f"usage: strata-core {command}")
+    assert description and not description.startswith("options:")
+    assert f"examples:\n  strata-core {command}" in text
+
+
+def test_run_help_shows_the_engine_and_devices_help_is_not_amd_only(env):
+    assert strata_core("run", "--help", env=env).stdout.startswith(
+        "usage: strata-core run [options] [-- ENGINE ARGS...]\n"
+    )
+    top = strata_core("--help", env=env).stdout
+    assert "    devices             list the GPUs (AMD and NVIDIA) and who runs each\n" in top
+
+
+def test_a_target_in_any_case(env):
+    upper = json.loads(strata_core("plan", "--json", "--device", "GFX1201", env=env).stdout)
+    assert upper["device"]["gfx"] == "gfx1201" and upper["plugin"] == "hip_rdna4"
+
+
+def test_a_bad_strata_cache_is_a_warning(env, tmp_path):
+    result = strata_core("plan", "--sysfs", str(tmp_path), env=env | {"STRATA_CACHE": "banana"})
+    assert result.stderr.splitlines()[0] == (
+        "strata-core: warning: STRATA_CACHE=banana: expected 0 (off) or 1 (on); the answer "
+        "cache stays on"
+    )
+
+
+def test_plan_toml_does_not_replace_a_file_without_force(env, tmp_path):
+    mine = tmp_path / "strata.toml"
+    mine.write_text("# my notes\ngpu = 1\n")
+    chosen = ("plan", "--sysfs", str(tmp_path), "--toml", "--output", str(mine))
+    refused = strata_core(*chosen, env=env, check=False)
+    assert refused.returncode == 2 and mine.read_text() == "# my notes\ngpu = 1\n"
+    assert refused.stderr.splitlines()[-1] == (
+        f"strata-core: --output {mine}: the file exists; --force replaces it (its comments "
+        "and all)"
+    )
+    strata_core(*chosen, "--force", env=env)
+    assert mine.read_text().startswith("# strata run config from `strata-core plan --toml`")
+
+
+def test_plan_toml_without_a_gpu_says_why_it_is_empty(env, tmp_path):
+    text = strata_core("plan", "--sysfs", str(tmp_path), "--toml", env=env).stdout
+    assert tomllib.loads(text) == {}
+    assert text.splitlines()[1].startswith("# no AMD GPU to run on (")
+    assert text.splitlines()[1].endswith("the host backend runs: nothing is decided for a card")

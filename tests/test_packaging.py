@@ -225,3 +225,18 @@ def test_each_extra_brings_the_plugin_built_for_its_targets():
         )
         targets = pyproject["tool"]["hatch"]["build"]["hooks"]["custom"]["targets"]
         assert archdb.EXTRAS[extra] == (name, tuple(targets)), path
+
+
+@pytest.mark.skipif(shutil.which("uv") is None, reason="uv runs the project's commands")
+def test_uv_run_does_not_compile_bytecode_each_time():
+    """scripts/setup.sh compiles the environment's bytecode once; `uv run` does not again."""
+    done = subprocess.run(
+        ["uv", "run", "--locked", "strata-core", "--version"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Bytecode compiled" not in done.stderr
+    assert "uv sync --locked --compile-bytecode" in (ROOT / "scripts/setup.sh").read_text()

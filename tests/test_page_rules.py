@@ -262,7 +262,9 @@ def test_the_picture_reader_follows_the_main_cards_vram(env, tmp_path, gfx, vram
     root = write_sysfs(tmp_path, [fake_gpu(gfx, vram_gib=vram_gib)])
     pictures = json.loads(plan("--sysfs", str(root), env=env).stdout)["pictures"]
     assert pictures["reader"] == reader
-    assert "CPU reader under 24 GB, GPU reader from 24 GB" in pictures["reason"]
+    assert pictures["reason"].startswith(
+        f"{vram_gib:.1f} GiB of VRAM: CPU reader under 24 GB (22.4 GiB), GPU reader from 24 GB"
+    )  # the card's VRAM in GiB, as `devices` says it
     rdna3 = (
         "the GPU reader has not run on an RDNA3 card (gfx1100-gfx1102) or on Windows with an "
         "AMD card"

@@ -60,14 +60,14 @@ def test_plan_for_a_card_that_is_not_here(env):
 def test_human_output_is_grouped_by_source(pc):
     out = run("--kv", "int8", "--os", "linux", env=pc | {"STRATA_SELECT_WMMA": "1"}).stdout
     titles = [line for line in out.splitlines() if line.endswith(":") and not line[0].isspace()]
-    assert titles == [
-        "set by you:",
-        "architecture defaults:",
-        "engine built-in (unset):",
-        "kernels:",
-        "start lines:",
-    ]
+    assert titles == ["set by you:", "architecture defaults:", "kernels:", "start lines:"]
     assert "  STRATA_SELECT_WMMA=1" in out
+    unset = [line for line in out.splitlines() if line.endswith("(-v lists them)")]
+    assert len(unset) == 1 and "unset;" not in out
+    verbose = run("--kv", "int8", "--os", "linux", "-v", env=pc | {"STRATA_SELECT_WMMA": "1"})
+    section = verbose.stdout.split("\nengine built-in (unset):\n")[1].split("\n\n")[0]
+    assert len(section.splitlines()) == int(unset[0].split()[0])
+    assert all("unset; engine built-in: " in line for line in section.splitlines())
     assert out.splitlines()[0] == (
         "plan for HIP 1: RX 9070 / RX 9070 XT / Radeon AI PRO R9700 "
         "(gfx1201, RDNA4, discrete) on Linux"
@@ -191,7 +191,7 @@ def test_strix_halo_defaults(env, tmp_path):
         (
             ("--device", "gfx1012"),
             {},
-            "RX 5500 / RX 5500 XT (gfx1012, RDNA1): no installed plugin runs gfx1012 (RDNA1): ",
+            "RX 5500 / RX 5500 XT (gfx1012, RDNA1): no installed plugin runs gfx1012 (RDNA1); ",
         ),
         (
             ("--explain", "STRATA_NOPE"),

@@ -94,6 +94,12 @@ class CudaDriver:
             text = self.ffi.string(name[0]).decode() if known and name[0] else "unknown"
             raise CudaError(f"{call} failed: {text} ({status}) in {self.path}")
 
+    def version(self) -> int:
+        """The CUDA version the driver implements (12020 is CUDA 12.2)."""
+        version = self.ffi.new("int *")
+        self.check(self.lib.cuDriverGetVersion(version), "cuDriverGetVersion")
+        return version[0]
+
     def device_count(self) -> int:
         count = self.ffi.new("int *")
         status = self.lib.cuDeviceGetCount(count)

@@ -17,6 +17,21 @@ WARP = 32
 #: the most threads a CUDA block may have, where a kernel names no .maxntid
 MAX_THREADS = 1024
 _TARGET = re.compile(r"^\.target\s+(sm_\w+)", re.M)
+_VERSION = re.compile(r"^\.version\s+(\d+)\.(\d+)", re.M)
+#: the CUDA release whose driver first loads each PTX ISA version (NVIDIA's PTX ISA notes)
+PTX_ISA_CUDA = {
+    (7, 0): (11, 0), (7, 1): (11, 1), (7, 2): (11, 2), (7, 3): (11, 3), (7, 4): (11, 4),
+    (7, 5): (11, 5), (7, 6): (11, 6), (7, 7): (11, 7), (7, 8): (11, 8), (8, 0): (12, 0),
+    (8, 1): (12, 1), (8, 2): (12, 2), (8, 3): (12, 3), (8, 4): (12, 4), (8, 5): (12, 5),
+    (8, 6): (12, 7), (8, 7): (12, 8), (8, 8): (12, 9), (9, 0): (13, 0),
+}  # fmt: skip
+#: the first Linux driver branch of each CUDA release
+CUDA_DRIVER_BRANCH = {
+    (11, 0): 450, (11, 1): 455, (11, 2): 460, (11, 3): 465, (11, 4): 470, (11, 5): 495,
+    (11, 6): 510, (11, 7): 515, (11, 8): 520, (12, 0): 525, (12, 1): 530, (12, 2): 535,
+    (12, 3): 545, (12, 4): 550, (12, 5): 555, (12, 6): 560, (12, 7): 565, (12, 8): 570,
+    (12, 9): 575, (13, 0): 580,
+}  # fmt: skip
 _CONST_U32 = re.compile(r"\.const\s+\.align\s+\d+\s+\.u32\s+(\w+)\s*=\s*(\d+);")
 _CONST_BYTES = re.compile(r"\.const\s+\.align\s+\d+\s+\.b8\s+(\w+)\[\d+\]\s*=\s*\{([\d,\s]*)\};")
 _ENTRY = re.compile(r"\.entry\s+(\w+)\(\s*(.*?)\)\s*(.*?)\{", re.S)
@@ -42,6 +57,7 @@ def read(path: Path) -> CodeObject:
         if name.startswith(KERNEL_PREFIX):
             kernels[name] = _kernel(name, params, directives)
     abi = numbers.get("strata_abi_version")
+    version = _VERSION.search(text)
     return CodeObject(
         path=path,
         target=target.group(1),
@@ -49,6 +65,25 @@ def read(path: Path) -> CodeObject:
         operations=tuple(operations.split(",")) if operations else (),
         kernels=kernels,
         arg_kinds_known=False,
+        ptx_isa=(int(version.group(1)), int(version.group(2))) if version else None,
+    )
+
+
+def driver_refusal(code: CodeObject, driver_version: int, driver: str) -> str | None:
+    """Why the CUDA driver ``driver`` (``cuDriverGetVersion``: 12020 is CUDA 12.2) cannot
+    load the PTX module ``code``, in one line; None when it can, or when the module's ISA is
+    one this table does not know (the driver then decides)."""
+    if code.ptx_isa not in PTX_ISA_CUDA:
+        return None
+    needs = PTX_ISA_CUDA[code.ptx_isa]
+    has = (driver_version // 1000, driver_version % 1000 // 10)
+    if has >= needs:
+        return None
+    isa, cuda = "%d.%d" % code.ptx_isa, "%d.%d" % needs
+    return (
+        f"the CUDA driver {driver} is CUDA {has[0]}.{has[1]}; {code.path.name} is PTX ISA "
+        f"{isa}, which needs CUDA {cuda} (driver {CUDA_DRIVER_BRANCH[needs]} or newer): "
+        "update the NVIDIA driver"
     )
 
 

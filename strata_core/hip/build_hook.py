@@ -31,6 +31,10 @@ CUDA_PRIMITIVES = Path("native/hip/strata_cuda_primitives.h")
 #: NVIDIA targets (compute capabilities) are built to PTX; every other target is AMD's.
 CUDA_PREFIX = "sm_"
 CLANG_NAMES = ("clang-21", "clang-20", "clang-19", "clang")
+#: the lowest PTX ISA each NVIDIA target allows (NVIDIA's PTX ISA notes: sm_80 came with 7.0,
+#: sm_86 with 7.1, sm_89 and sm_90 with 7.8), so that the oldest driver that knows the card
+#: loads its module; clang would otherwise write its own newest (8.5 in clang-19: CUDA 12.5)
+PTX_ISA = {"sm_80": "ptx70", "sm_86": "ptx71", "sm_89": "ptx78", "sm_90": "ptx78"}
 
 
 def find_clang() -> str | None:
@@ -61,8 +65,9 @@ def compile_target(clang: str, native: Path, target: str, output: Path) -> str |
     """Compile one code object (a PTX module for an NVIDIA target); None on success, else the
     compiler's first error line."""
     if target.startswith(CUDA_PREFIX):
+        isa = [f"--cuda-feature=+{PTX_ISA[target]}"] if target in PTX_ISA else []
         return _run(clang, target, [
-            clang, "-x", "cuda", f"--cuda-gpu-arch={target}", "--cuda-device-only",
+            clang, "-x", "cuda", f"--cuda-gpu-arch={target}", "--cuda-device-only", *isa,
             "-nocudainc", "-nocudalib", "-Wno-unknown-cuda-version", "-O3", "-std=c++17",
             f"-I{native / HEADER.parent.relative_to('native')}",
             "-S", str(native / SOURCE.relative_to("native")), "-o", str(output),

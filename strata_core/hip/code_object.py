@@ -49,6 +49,8 @@ class CodeObject:
     kernels: dict[str, Kernel]
     #: False where the format records argument offsets and sizes but not their kinds (PTX)
     arg_kinds_known: bool = True
+    #: the PTX ISA version a PTX module declares (``.version 7.8`` is (7, 8)); None for ELF
+    ptx_isa: tuple[int, int] | None = None
 
     def kernel(self, operation: str) -> Kernel:
         return self.kernels[KERNEL_PREFIX + operation]

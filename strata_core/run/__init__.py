@@ -23,6 +23,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from ..log import says
 from ..blas.gemm import PATHS
 from ..errors import NoGpuRun, StrataError
 from ..plan import HostRun, Plan, RunSettings
@@ -238,7 +239,8 @@ def run_on_host(plan: Plan, log: Callable[[str], None] = print) -> RunOutcome:
     read_gbs = read_bandwidth(lib.read_bytes)
     inputs = make_inputs(settings.workload)
     gemm = PromptGemm(inputs.w)
-    results = execute(lib, gemm, wall_clock, inputs, host.kernels, dispatch, progress=sys.stderr)
+    progress = sys.stderr if says("info") else None  # -q: no step counter
+    results = execute(lib, gemm, wall_clock, inputs, host.kernels, dispatch, progress=progress)
     reports = check(
         inputs,
         results,
