@@ -195,9 +195,12 @@ def _parser() -> argparse.ArgumentParser:
     table = command("table", help="tuning tables")
     table_commands = table.add_subparsers(dest="table_command", required=True, metavar="ACTION")
     check = table_commands.add_parser(
-        "check", parents=[logging_options], help="validate tables; exit 1 if any is refused"
+        "check",
+        parents=[logging_options],
+        help="validate tables (each FILE, or every *.txt in a folder); exit 1 if any is refused",
     )
     check.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    check.add_argument("--json", action="store_true", help="answer in JSON")
     return parser
 
 
@@ -330,7 +333,7 @@ def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) ->
 
             return run_tune(args, env)
         if args.command == "table":
-            from .tune_command import run_table_check
+            from .table_command import run_table_check
 
             return run_table_check(args)
         if args.command == "env":

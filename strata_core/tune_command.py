@@ -1,5 +1,5 @@
-"""`strata-core tune` (calibrate the host backend and write a table) and
-`strata-core table check` (validate tables)."""
+"""`strata-core tune`: calibrate a card's or the host backend's GEMMs and write a table, or
+measure the calibratable switches (--switches)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from . import log
 from .errors import StrataError
 from .files import write_atomic
-from .tuning.tables import HOST, TableError, read, render
+from .tuning.tables import HOST, render
 
 
 def parse_case(text: str) -> tuple:
@@ -201,32 +201,6 @@ def tune_card(
         "" if path.library == "rocblas" else f"; STRATA_{path.library.upper()}_TABLE=on takes it"
     )
     return write_table(target, answer["table"], len(answer["cases"]), tuned, taken_by)
-
-
-def run_table_check(args: argparse.Namespace) -> int:
-    failed = False
-    for path in args.files:
-        try:
-            table = read(path)
-        except TableError as error:
-            failed = True
-            for problem in error.problems:
-                print(problem)
-            continue
-        name = table.kind.file_name(table.arch, table.version)
-        if path.name != name:
-            failed = True
-            print(
-                f"{path}: its header names {table.kind.magic} {table.arch} {table.version}, "
-                f"so the lookup takes it only as {name}"
-            )
-            continue
-        tuned = sum(row.tuned for row in table.rows)
-        print(
-            f"{path}: ok: {table.kind.library} table for {table.arch}, version "
-            f"{table.version}, {len(table.rows)} rows ({tuned} tuned)"
-        )
-    return 1 if failed else 0
 
 
 def run_switch_trials(args: argparse.Namespace, env: Mapping[str, str]) -> int:

@@ -164,12 +164,12 @@ def test_row_errors_name_their_line(text, expected):
         (HEAD.replace("100401", "1.4.1") + ROW, "t.txt:2: '1.4.1' is not a hipBLASLt version"),
         (
             HEAD.replace("columns=T,N,K,", "columns=T,K,N,") + ROW,
-            "t.txt:1: columns must be T,N,K,dtype,op,solution,default_us,best_us, got "
+            "t.txt:1: columns must be T,N,K,dtype,op,solution,default_us,best_us; got "
             "T,K,N,dtype,op,solution,default_us,best_us",
         ),
         (
             HEAD.replace("min_gain=1.05", "min_gain=0.9") + ROW,
-            "t.txt:1: min_gain must be a number of at least 1, got 0.9",
+            "t.txt:1: min_gain must be a number of at least 1, got '0.9'",
         ),
     ],
 )
