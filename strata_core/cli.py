@@ -132,9 +132,9 @@ def _parser() -> argparse.ArgumentParser:
     tune.add_argument(
         "--output",
         metavar="FILE",
-        type=Path,
-        help="table to write (default: $STRATA_TUNING_DIR or "
-        "~/.local/share/strata/tuning, named for the card or CPU and the library)",
+        help="table to write, or its folder (one that exists, or ends in /) (default: "
+        "$STRATA_TUNING_DIR or ~/.local/share/strata/tuning), named for the card or CPU and "
+        "the library",
     )
     tune.add_argument(
         "--tokens",

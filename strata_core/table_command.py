@@ -27,7 +27,7 @@ def lookup_note(path: Path, table: Table) -> str:
     if path.name == name:
         return ""
     forced = f", {table.kind.variable} under any name" if table.kind.variable else ""
-    return f"; the folder lookup takes it as {name}{forced}"
+    return f"; the folder lookup takes it only as {name}{forced}"
 
 
 def check(path: Path) -> dict:

@@ -6,6 +6,9 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import math
+import os
+import re
 import sys
 from collections.abc import Mapping
 from functools import partial
@@ -14,7 +17,9 @@ from pathlib import Path
 from . import log
 from .errors import StrataError
 from .files import write_atomic
-from .tuning.tables import HOST, render
+from .table_command import lookup_note
+from .tuning import tables
+from .tuning.tables import HOST, OP_PATTERN, TableError, parse, render
 
 
 def parse_case(text: str) -> tuple:
@@ -29,7 +34,30 @@ def parse_case(text: str) -> tuple:
             f"--case {text}: expected T,op,N,K,dtype with dtype f32 or f16, "
             "such as 512,gate_up,8192,2048,f32"
         )
+    if not re.fullmatch(OP_PATTERN, parts[1]):
+        raise StrataError(
+            f"--case {text}: op must be a lower-case name such as gate_up, got {parts[1]!r}"
+        )
     return int(parts[0]), parts[1], int(parts[2]), int(parts[3]), parts[4]
+
+
+def parse_cases(texts: list[str]) -> list[tuple]:
+    """The --case list, each shape once (a table has one row a shape)."""
+    cases: dict[tuple, str] = {}
+    for text in texts:
+        case = parse_case(text)
+        if case in cases:
+            raise StrataError(f"--case {text} is given twice; a table has one row a shape")
+        cases[case] = text
+    return list(cases)
+
+
+def table_min_gain(given: float | None) -> float:
+    if given is None:
+        return tables.MIN_GAIN
+    if not (math.isfinite(given) and given >= 1):
+        raise StrataError(f"--min-gain {given}: a number of at least 1")
+    return given
 
 
 def run_tune(args: argparse.Namespace, env: Mapping[str, str]) -> int:
@@ -37,10 +65,8 @@ def run_tune(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         return run_switch_trials(args, env)
     if args.repeats < 3:
         raise StrataError(f"--repeats {args.repeats}: at least 3, for a median")
-    min_gain = 1.05 if args.min_gain is None else args.min_gain
-    if min_gain < 1:
-        raise StrataError(f"--min-gain {args.min_gain}: at least 1")
-    cases = [parse_case(c) for c in args.case] if args.case else None
+    min_gain = table_min_gain(args.min_gain)
+    cases = parse_cases(args.case) if args.case else None
     tokens = parse_tokens(args.tokens) if args.tokens else None
     plan = None if args.host else card_plan(args, env)
     if plan is not None:
@@ -60,39 +86,49 @@ def parse_tokens(text: str) -> list[int]:
         tokens = []
     if not tokens or min(tokens) <= 0:
         raise StrataError(f"--tokens {text}: expected token counts such as 256,512")
+    twice = next((t for i, t in enumerate(tokens) if t in tokens[:i]), None)
+    if twice is not None:
+        raise StrataError(f"--tokens {text}: {twice} is given twice; a table has one row a shape")
     return tokens
 
 
-def table_target(output: Path | None, env: Mapping[str, str], name: str) -> Path:
-    """Where a calibration writes the table named ``name``: --output (a folder, or a file of
-    that name), else the first of $STRATA_TUNING_DIR, else the data folder."""
+def table_target(output: str | None, env: Mapping[str, str], name: str) -> Path:
+    """Where a calibration writes the table named ``name``: --output (a folder where it is
+    one or ends in a slash, else a file of any name), else the first of $STRATA_TUNING_DIR,
+    else the data folder."""
     from .tuning.lookup import data_dir
 
     if output is None:
         folder = (
-            Path(env["STRATA_TUNING_DIR"].split(":")[0])
+            Path(env["STRATA_TUNING_DIR"].split(os.pathsep)[0])
             if env.get("STRATA_TUNING_DIR")
             else data_dir(env)
         )
         return folder / name
-    if output.is_dir():
-        return output / name
-    if output.name != name:
+    if output.endswith(os.sep) or Path(output).is_dir():
+        return Path(output) / name
+    return Path(output)
+
+
+def write_table(target: Path, text: str, taken_by: str) -> int:
+    """Write a calibrated table, which must be one that ``table check`` takes."""
+    try:
+        table = parse(text, target)
+    except TableError as error:
+        sys.stdout.write(text)
         raise StrataError(
-            f"--output {output}: the lookup takes this table only as {name}; "
-            "name the file so, or give its folder"
-        )
-    return output
-
-
-def write_table(target: Path, text: str, rows: int, tuned: int, taken_by: str) -> int:
+            f"tune: the measured table is refused ({error.problems[0]}); it is on stdout, "
+            "nothing was written"
+        ) from None
     try:
         write_atomic(target, text)
     except StrataError:
         sys.stdout.write(text)
         log.warning("tune: the table could not be written; it is on stdout instead")
         raise
-    log.info(f"tune: wrote {rows} rows ({tuned} tuned) to {target}{taken_by}")
+    tuned = sum(row.tuned for row in table.rows)
+    how = lookup_note(target, table) or taken_by
+    log.info(f"tune: wrote {len(table.rows)} rows ({tuned} tuned) to {target}{how}")
     return 0
 
 
@@ -115,8 +151,7 @@ def tune_host(
     table, _ = calibrate(
         tunable, args.repeats, min_gain, lambda line: log.info(line, kind="progress")
     )
-    tuned = sum(row.tuned for row in table.rows)
-    return write_table(target, render(table), len(table.rows), tuned, "")
+    return write_table(target, render(table), "")
 
 
 def card_plan(args: argparse.Namespace, env: Mapping[str, str]):
@@ -196,11 +231,10 @@ def tune_card(
             f"{answer['version']}, not the {plan.device.gfx} {version.version} probed before; "
             "nothing written"
         )
-    tuned = sum(case["solution"] != "default" for case in answer["cases"])
     taken_by = (
         "" if path.library == "rocblas" else f"; STRATA_{path.library.upper()}_TABLE=on takes it"
     )
-    return write_table(target, answer["table"], len(answer["cases"]), tuned, taken_by)
+    return write_table(target, answer["table"], taken_by)
 
 
 def run_switch_trials(args: argparse.Namespace, env: Mapping[str, str]) -> int:
@@ -218,9 +252,9 @@ def run_switch_trials(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
     min_gain = MIN_GAIN if args.min_gain is None else args.min_gain
     budget = 10.0 if args.budget is None else args.budget
-    if min_gain <= 1:
+    if not (math.isfinite(min_gain) and min_gain > 1):
         raise StrataError(f"--min-gain {args.min_gain}: above 1 (1.03 is 3%)")
-    if not budget > 0:
+    if not (math.isfinite(budget) and budget > 0):
         raise StrataError(f"--budget {args.budget}: a positive number of seconds")
     workload = profile.load(args.profile)
     context = RunContext(os=args.os or this_os(), kv_streaming=args.kv_streaming)

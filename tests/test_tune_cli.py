@@ -13,7 +13,8 @@ from cli_runner import strata_core
 from strata_core import cli
 from strata_core import config as run_config
 from strata_core.files import write_atomic
-from strata_core.tune_command import run_tune, with_env
+from strata_core.errors import StrataError
+from strata_core.tune_command import run_tune, with_env, write_table
 from strata_core.tuning.switch_trials import TRIALS, Measured, alternate, verdict
 
 FIXTURES = Path(__file__).parent / "fixtures/tables"
@@ -289,7 +290,7 @@ def test_table_check_takes_any_name_and_says_the_lookups(env, tmp_path):
     result = run("table", "check", str(renamed), env=env)
     assert result.stdout == (
         f"{renamed}: ok: hipBLASLt table for gfx1151, version 100401, 3 rows (2 tuned); the "
-        "folder lookup takes it as gfx1151-hipblaslt-100401.txt, STRATA_HIPBLASLT_TUNING "
+        "folder lookup takes it only as gfx1151-hipblaslt-100401.txt, STRATA_HIPBLASLT_TUNING "
         "under any name\n"
     )
 
@@ -353,13 +354,50 @@ def test_table_check_json(env, tmp_path):
     }
 
 
-def test_tune_writes_only_what_table_check_takes(env, tmp_path):
+def test_tune_output_writes_any_file_name_and_says_how_it_is_taken(env, tmp_path):
     case = ("tune", "--case", "32,qkv,96,64,f32", "--repeats", "3")
-    refused = run(*case, "--output", str(tmp_path / "mine.txt"), env=env, check=False)
-    assert refused.returncode == 2 and refused.stderr.startswith(
-        f"strata-core: --output {tmp_path / 'mine.txt'}: the lookup takes this table only as "
-    )
-    assert not list(tmp_path.iterdir())
-    run(*case, "--output", str(tmp_path), env=env)
+    mine = tmp_path / "mine.txt"
+    result = run(*case, "--output", str(mine), env=env)
     (written,) = tmp_path.iterdir()
-    assert run("table", "check", str(written), env=env).stdout.startswith(f"{written}: ok: host")
+    assert written == mine
+    name = re.search(r"the folder lookup takes it only as (\S+\.txt)", result.stderr)
+    assert name and "-host-" in name[1], result.stderr
+    checked = run("table", "check", str(mine), env=env).stdout
+    assert checked.startswith(f"{mine}: ok: host") and name[1] in checked
+
+
+def test_tune_output_with_a_trailing_slash_is_a_folder(env, tmp_path):
+    folder = tmp_path / "new" / "tables"
+    run("tune", "--case", "32,qkv,96,64,f32", "--repeats", "3", "--output", f"{folder}/", env=env)
+    (written,) = folder.iterdir()
+    assert "-host-" in written.name
+    assert run("table", "check", str(folder), env=env).stdout.startswith(f"{written}: ok: host")
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (("--case", "32,qkv,96,64,f32", "--case", "32,qkv,96,64,f32"),
+         "--case 32,qkv,96,64,f32 is given twice; a table has one row a shape"),
+        (("--tokens", "64,64"), "--tokens 64,64: 64 is given twice; a table has one row a shape"),
+        (("--case", "32,QKV,96,64,f32"),
+         "--case 32,QKV,96,64,f32: op must be a lower-case name such as gate_up, got 'QKV'"),
+        (("--case", "32,,96,64,f32"),
+         "--case 32,,96,64,f32: op must be a lower-case name such as gate_up, got ''"),
+        (("--min-gain", "nan"), "--min-gain nan: a number of at least 1"),
+        (("--switches", "--min-gain", "nan"), "--min-gain nan: above 1 (1.03 is 3%)"),
+    ],
+)  # fmt: skip
+def test_tune_refuses_what_table_check_would_refuse(env, tmp_path, args, line):
+    env = env | {"STRATA_TUNING_DIR": str(tmp_path)}
+    result = run("tune", "--repeats", "3", *args, env=env, check=False, cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (2, f"strata-core: {line}\n")
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_measured_table_that_table_check_refuses_is_not_written(tmp_path, capsys):
+    text = (FIXTURES / "gfx1151-hipblaslt-100401.txt").read_text()
+    target = tmp_path / "t.txt"
+    with pytest.raises(StrataError, match=r"the same shape as line 3\); it is on stdout"):
+        write_table(target, text + text.splitlines()[2] + "\n", "")
+    assert not target.exists() and capsys.readouterr().out.startswith("# strata-tuning")

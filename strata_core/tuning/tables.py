@@ -24,6 +24,8 @@ from ..answer_cache import Recorder
 DEFAULT = "default"
 MIN_GAIN = 1.05
 DTYPES = ("bf16", "f16", "f32")
+#: what an op name in a table looks like
+OP_PATTERN = r"[a-z][a-z0-9_]*"
 
 
 @attrs.frozen
@@ -80,7 +82,7 @@ HOST = Kind(
     ("T", "N", "K", "dtype", "op"),
     r"x86-64(-v[234])?|aarch64|\w+",
     r"\S+",
-    r"[a-z][a-z0-9_]*",
+    OP_PATTERN,
 )
 #: cuBLASLt (NVIDIA): version as cublasLtGetVersion gives it (12.8.4 is 120804); a solution is
 #: an algorithm configuration, algo:tile:stages:splitk:reduction:swizzle:custom:inner:cluster
@@ -201,7 +203,7 @@ def _parse_row(
                 problems.append(f"{where}: dtype must be one of {', '.join(DTYPES)}, got {text!r}")
             key.append(text)
         elif column == "op":
-            if not re.fullmatch(r"[a-z][a-z0-9_]*", text):
+            if not re.fullmatch(OP_PATTERN, text):
                 problems.append(f"{where}: op must be a lower-case name, got {text!r}")
             key.append(text)
         elif not text.isdecimal() or int(text) == 0:
