@@ -177,4 +177,4 @@ def test_devices_keeps_the_run_configs_choice(tmp_path, env):
         run("devices", "--json", "--sysfs", str(root), "--config", str(config), env=env).stdout
     )
     assert answer["selected"] == [0]
-    assert answer["selection_reason"] == "--gpu from the run config"
+    assert answer["selection_reason"] == f"--gpu from {config}"
