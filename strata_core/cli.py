@@ -155,8 +155,8 @@ def _parser() -> argparse.ArgumentParser:
     tune.add_argument(
         "--switches",
         action="store_true",
-        help="measure the calibratable switches in on/off pairs; write clear winners into "
-        "the run config's env",
+        help="measure the calibratable switches in on/off pairs; write winners that repeat "
+        "into the run config's env",
     )
     tune.add_argument(
         "--config",

@@ -248,7 +248,7 @@ def run_switch_trials(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from .host.library import HostLibrary
     from .host.plugin import host_device, strata_select_kernels
     from .records import RunContext
-    from .tuning.switch_trials import MIN_GAIN, TRIALS, TrialResult, alternate, verdict
+    from .tuning.switch_trials import MIN_GAIN, ROUNDS, TRIALS, TrialResult, alternate, verdict
 
     min_gain = MIN_GAIN if args.min_gain is None else args.min_gain
     budget = 10.0 if args.budget is None else args.budget
@@ -304,13 +304,16 @@ def run_switch_trials(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             )
             continue
         call = calls[trial.op]
-        measured = alternate(
-            partial(call, pick[False]),
-            partial(call, pick[True]),
-            args.repeats,
-            min_gain,
-            budget,
-        )
+        measured = [
+            alternate(
+                partial(call, pick[False]),
+                partial(call, pick[True]),
+                args.repeats,
+                min_gain,
+                budget / ROUNDS,
+            )
+            for _ in range(ROUNDS)
+        ]
         results.append(verdict(trial, measured, min_gain))
     for result in results:
         log.info(f"tune: {result.reason}", kind="switch", kept=result.keep)
@@ -318,13 +321,14 @@ def run_switch_trials(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if not won:
         log.info(f"tune: nothing to write into {path}")
         return 0
-    old, new = with_env(path, won)
+    old, new = with_env(path, won, HOST_MEASURED)
     if args.dry_run:
         sys.stdout.writelines(
             difflib.unified_diff(
                 old.splitlines(keepends=True), new.splitlines(keepends=True), str(path), str(path)
             )
         )
+        log.info(f"tune: --dry-run: the change to {path} is on stdout; nothing was written")
         return 0
     try:
         write_atomic(path, new)
@@ -332,13 +336,21 @@ def run_switch_trials(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         sys.stdout.writelines(f"{name} = {value!r}\n" for name, value in won.items())
         log.warning(f"tune: the winners could not be written; put them in {path}'s [env]")
         raise
-    log.info(f"tune: wrote {', '.join(f'{k}={v}' for k, v in won.items())} into {path}")
+    log.info(
+        f"tune: wrote {', '.join(f'{k}={v}' for k, v in won.items())} into {path}, measured on "
+        "the host backend (CPU), not on a GPU"
+    )
     return 0
 
 
-def with_env(path: Path, values: Mapping[str, str]) -> tuple[str, str]:
+#: what a TOML run config says beside a switch that tune --switches wrote
+HOST_MEASURED = "strata-core tune --switches: measured on the host backend (CPU), not on a GPU"
+
+
+def with_env(path: Path, values: Mapping[str, str], note: str = "") -> tuple[str, str]:
     """The run config's text before and after setting ``values`` in its env, everything else
-    kept: comments, order and formatting (tomlkit), or the server JSON's keys in order."""
+    kept: comments, order and formatting (tomlkit), or the server JSON's keys in order. A TOML
+    config gets ``note`` as each new value's comment (JSON has no comments)."""
     import tomlkit
 
     old = path.read_text(encoding="utf-8") if path.is_file() else ""
@@ -351,5 +363,8 @@ def with_env(path: Path, values: Mapping[str, str]) -> tuple[str, str]:
         document["env"] = tomlkit.table()
     table = document["env"]
     for name, value in values.items():
-        table[name] = value  # type: ignore[index]
+        item = tomlkit.string(value)
+        if note:
+            item.comment(note)
+        table[name] = item  # type: ignore[index]
     return old, tomlkit.dumps(document)
