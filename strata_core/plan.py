@@ -10,7 +10,7 @@ import attrs
 from . import archdb, packages
 from .answer_cache import Recorder
 from .archdb import SupportStatus
-from .core_switches import CONTROL_VARIABLES, SETUP_VARIABLES
+from .core_switches import CONTROL_VARIABLES, page_variables, undeclared_note
 from .kernels import with_tables
 from .manager import PluginManager
 from .pictures import PictureReader, picture_reader
@@ -205,19 +205,22 @@ def _undeclared(
 ) -> list[str]:
     """Warnings for STRATA_* variables that no switch of this card's build has."""
     owners = {s.name: p for p, declared in manager.switch_declarations() for s in declared}
+    documented = page_variables()
     warnings = []
     for where, names in (("the environment", user), (config_name, config_env)):
         for name in sorted(names):
-            known = name in switches or name in CONTROL_VARIABLES or name in SETUP_VARIABLES
-            if not name.startswith("STRATA_") or known:
+            if not name.startswith("STRATA_") or name in switches or name in CONTROL_VARIABLES:
                 continue
             if name in owners:
-                warnings.append(
-                    f"{name} (set in {where}) is read only by the {owners[name]} "
-                    f"build; {plugin} does not read it"
+                note: str | None = (
+                    f"is read only by the {owners[name]} build; {plugin} does not read it"
                 )
+            elif name in documented:
+                note = undeclared_note(name, plugin)
             else:
-                warnings.append(f"{name} (set in {where}) is no switch that strata knows")
+                note = "is no switch that strata knows"
+            if note:
+                warnings.append(f"{name} (set in {where}) {note}")
     return warnings
 
 

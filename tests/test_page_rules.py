@@ -1,16 +1,19 @@
 """Rules of reference/AMD_HIP.md that the plan once got wrong, each against the page's words."""
 
 import json
+import re
 from functools import partial
 from pathlib import Path
 
 import pytest
 from cli_runner import strata_core
 
+from strata_core.core_switches import page_variables
 from strata_core.kernels import topk_choice
 from strata_core.testing.distributions import write_distribution
 from strata_core.testing.sysfs import R9700, RADEON_780M, fake_gpu, write_sysfs
 from strata_core.tuning.switch_trials import TRIALS
+from strata_core.tuning.tables import KINDS
 
 FIXTURES = Path(__file__).parent / "fixtures/tables"
 TINY = Path(__file__).parent / "fixtures/profiles/tiny.toml"
@@ -324,3 +327,41 @@ def test_explain_topk_stream_in_the_pages_words(env):
         "  meaning: =0 runs the register kernel in the 90K-135K band, where a prompt read runs "
         "the wide one from about 90K cells"
     ) in out.stdout.splitlines()
+
+
+# The page itself, copied (tests read nothing outside the repository): every STRATA_ variable
+# it names is known to strata, from one table (core_switches), and nothing else is.
+PAGE = (Path(__file__).parent / "fixtures/reference/AMD_HIP.md").read_text(encoding="utf-8")
+
+
+def test_the_known_variables_are_the_pages():
+    on_page = set(re.findall(r"STRATA_[A-Z0-9_]+", PAGE)) - {k.magic for k in KINDS.values()}
+    assert on_page == set(page_variables())
+
+
+def test_each_variable_is_named_in_the_section_its_row_gives():
+    sections = {section for section, _ in page_variables().values()}
+    assert {s for s in sections if s not in PAGE} == set()
+
+
+ENGINE_ONLY = (
+    "STRATA_COLD_TRACE", "STRATA_SCORES_THREAD_TRACE", "STRATA_DECODE_TIMING",
+    "STRATA_GDN_REC_HEADS", "STRATA_ARENA_PIN_GIB", "STRATA_PREFILL_CPU_SHARE",
+    "STRATA_PIPED_CONCURRENT", "STRATA_PREFILL_STREAM_MIN", "STRATA_IO_THREADS",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("gfx", ["gfx1201", "gfx1030", "gfx906", "gfx1103"])
+def test_every_documented_variable_is_known_to_the_plan_whatever_the_card(env, gfx):
+    given = dict.fromkeys(ENGINE_ONLY, "1") | {"STRATA_CUBLASLT_LIBRARY": "/no/libcublasLt.so"}
+    answer = json.loads(plan("--device", gfx, env=env | given).stdout)
+    assert not [w for w in answer["warnings"] if "strata knows" in w or "STRATA_CUBLAS" in w]
+    assert all(answer["engine_env"].get(name) is None for name in given)  # the engine sees them
+
+
+def test_a_build_option_in_the_environment_is_said_to_be_one(env):
+    answer = json.loads(plan("--device", "gfx1201", env=env | {"STRATA_ENABLE_HIP": "ON"}).stdout)
+    assert (
+        "STRATA_ENABLE_HIP (set in the environment) is a CMake option of the engine's build "
+        "(AMD_HIP.md, Build), not read when it runs"
+    ) in answer["warnings"]
