@@ -1,19 +1,27 @@
 """Which table is taken and why, library versions, refusal counting, and calibration."""
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from strata_core import cli
 from strata_core.errors import StrataError
 from strata_core.host.tuning import HostGemmTunable
 from strata_core.resolve import Resolved
 from strata_core.tuning import versions
 from strata_core.tuning.calibrate import Case, calibrate, wall_clock
 from strata_core.tuning.dispatch import SolutionRefused, TunedDispatch
-from strata_core.tuning.lookup import decide_hipblaslt, decide_host, decide_rocblas, search_dirs
-from strata_core.tuning.tables import HOST, read, render
+from strata_core.tuning.lookup import (
+    decide_hipblaslt,
+    decide_host,
+    decide_rocblas,
+    find_table,
+    search_dirs,
+)
+from strata_core.tuning.tables import CUBLASLT, HIPBLASLT, HOST, ROCBLAS, read, render
 from strata_core.tuning.versions import LibraryVersion
 
 FIXTURES = Path(__file__).parent / "fixtures/tables"
@@ -387,3 +395,13 @@ def test_calibration_on_small_shapes_writes_a_table_the_lookup_takes(tmp_path):
     assert decision.loaded.rows == read(path).rows
     assert all(not o.rejected for o in outcomes)
     assert decision.log[0].startswith(f"host BLAS tuning enabled (2 rows, {tunable.arch}")
+
+
+@pytest.mark.parametrize("kind", [HIPBLASLT, ROCBLAS, CUBLASLT])
+def test_an_unknown_version_names_only_options_that_exist(kind):
+    reason = find_table(kind, "gfx1201", LibraryVersion(None, "no library"), []).reason
+    options = {a for action in cli._parser()._subparsers._group_actions[0].choices["plan"]._actions
+               for a in action.option_strings}  # fmt: skip
+    named = set(re.findall(r"--[a-z][a-z-]*", reason))
+    assert named <= options
+    assert named == ({f"--{kind.name}"} if kind is not CUBLASLT else set())

@@ -125,9 +125,9 @@ def find_table(
     """The first valid table for this architecture and version in ``dirs``."""
     recorder = recorder or Recorder()
     if version.version is None:
-        reason = (
-            f"{kind.library} version unknown ({version.how}); --{kind.name} gives it for planning"
-        )
+        reason = f"{kind.library} version unknown ({version.how})"
+        if kind in (HIPBLASLT, ROCBLAS):  # plan's --hipblaslt and --rocblas
+            reason += f"; --{kind.name} gives it for planning"
         return TuningDecision(None, False, reason, log=(_not_used(kind, reason),))
     name = kind.file_name(arch, version.version)
     warnings: list[str] = []
