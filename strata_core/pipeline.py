@@ -14,7 +14,7 @@ from pathlib import Path
 
 import attrs
 
-from . import archdb, log, profile
+from . import archdb, log, packages, profile
 from . import config as run_config
 from .answer_cache import Recorder
 from .claims import Assignment, assign
@@ -193,6 +193,7 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
         detection_problems = tuple(problems)
         others: tuple[Device, ...] = ()
         main = assignments[0]
+        cards = (main.device,)
     else:
         detected = detect(request, config)
         manager, selection = detected.manager, detected.selection
@@ -212,6 +213,7 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
             for a in detected.assignments
             if a.device.visible and a.device is not main.device
         )
+        cards = tuple(a.device for a in detected.assignments if selection.selects(a.device))
     plugin = runnable_plugin(main, chosen)
     context = RunContext(
         os=request.os or this_os(),
@@ -239,6 +241,9 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
         )
 
     plan = plan_on(main.device, plugin)
+    split = packages.split_refusal(plan.package, cards, plan.context.os) if plan.package else None
+    if split:
+        plan = attrs.evolve(plan, package=None, warnings=(*plan.warnings, split))
     if plan.backend in ("hip", "cuda"):
         dirs = search_dirs(config.exe, env, ()) + [Path(d) for d in config.tuning.dirs]
         dirs.append(data_dir(env))

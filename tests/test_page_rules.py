@@ -11,7 +11,7 @@ from cli_runner import strata_core
 from strata_core.core_switches import page_variables
 from strata_core.kernels import topk_choice
 from strata_core.testing.distributions import write_distribution
-from strata_core.testing.sysfs import R9700, RADEON_780M, fake_gpu, write_sysfs
+from strata_core.testing.sysfs import R9700, RADEON_780M, RX_7900_XTX, fake_gpu, write_sysfs
 from strata_core.tuning.switch_trials import TRIALS
 from strata_core.tuning.tables import KINDS
 
@@ -365,3 +365,42 @@ def test_a_build_option_in_the_environment_is_said_to_be_one(env):
         "STRATA_ENABLE_HIP (set in the environment) is a CMake option of the engine's build "
         "(AMD_HIP.md, Build), not read when it runs"
     ) in answer["warnings"]
+
+
+def test_the_780m_is_not_supported_on_windows(env):
+    """ "Phoenix / Hawk Point (780M / 760M) is not supported on Windows; on Linux it has an
+    opt-in build"."""
+    on = {os: json.loads(strata_core("plan", "--json", "--os", os, "--device", "gfx1103",
+                                     "--integrated", env=env).stdout)["device"]["status"]
+          for os in ("linux", "windows")}  # fmt: skip
+    assert on == {"linux": "opt-in build", "windows": "not supported on Windows"}
+
+
+def test_a_split_takes_only_a_package_that_covers_every_chosen_card(env, tmp_path):
+    """ "pick the package whose GPU code covers the card ... A package whose GPU code does not
+    cover the card is refused with one line that names the card family": Windows rx9070 has
+    no gfx1100 code, rdna3 no gfx1201."""
+    root = write_sysfs(tmp_path / "sys", [RX_7900_XTX, R9700])
+    answer = json.loads(
+        strata_core("plan", "--json", "--os", "windows", "--sysfs", str(root), "--gpus", "all",
+                    env=env).stdout
+    )  # fmt: skip
+    assert len(answer["selected"]) == 2 and answer["package"] is None
+    assert (
+        "no ready-made Windows engine package carries GPU code for every chosen card: rdna3 "
+        "has none for the RDNA4 card RX 9070 / RX 9070 XT / Radeon AI PRO R9700 (gfx1201); "
+        "build the engine from source"
+    ) in answer["warnings"]
+    one = json.loads(strata_core("plan", "--json", "--os", "windows", "--sysfs", str(root),
+                                 env=env).stdout)  # fmt: skip
+    assert (one["selected"], one["package"]) == ([1], "rx9070")  # the R9700 alone
+
+
+def test_gpus_all_is_every_supported_card_and_no_integrated_one(env, tmp_path):
+    """ "--gpus all  Every supported card, most VRAM first"; "Integrated Radeon GPUs are listed
+    as not supported"."""
+    root = write_sysfs(tmp_path / "sys", [RADEON_780M, R9700])
+    answer = json.loads(
+        strata_core("devices", "--json", "--sysfs", str(root), "--gpus", "all", env=env).stdout
+    )
+    assert [d["gfx"] for d in answer["devices"] if d["selected"]] == ["gfx1201"]
