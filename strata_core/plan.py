@@ -87,13 +87,15 @@ class Plan:
 
     def engine_env(self) -> dict[str, str]:
         """The environment the engine gets on top of the user's: every value strata decided
-        or the run config set, and the run config's other variables."""
+        or the run config set, the run config's other variables, and where the tables the
+        plan takes are."""
         chosen = {
             n: r.value
             for n, r in self.switches.items()
             if r.value is not None and r.source != "user"
         }
-        return dict(self.extra_env) | chosen
+        tables = {k: v for d in self.tuning.values() for k, v in d.engine_env.items()}
+        return dict(self.extra_env) | tables | chosen
 
     def engine_args(self) -> list[str]:
         return [

@@ -88,6 +88,8 @@ def test_plan_takes_the_strix_halo_table(env, tmp_path):
     assert (
         "prefill gemm: hipBLASLt tuning enabled (3 rows, gfx1151, version 100401)" in answer["log"]
     )
+    # the engine is told where the table is: "point STRATA_HIPBLASLT_TUNING at it"
+    assert answer["engine_env"]["STRATA_HIPBLASLT_TUNING"] == table
 
 
 def test_the_run_config_turns_the_table_on(env, tmp_path):
@@ -141,6 +143,20 @@ def test_plan_for_rdna2_takes_the_rocblas_table(env, tmp_path):
     )
     assert answer["tuning"]["rocblas"]["used"] is True
     assert "rocBLAS tuning enabled (4 rows, gfx1030, version 5.6.0.8d1ae90e)" in answer["log"]
+    # "setup points the engine at the directory when a table for the architecture exists"
+    assert answer["engine_env"]["STRATA_ROCBLAS_TUNING"] == str(tmp_path)
+
+
+def test_a_table_the_user_names_is_not_named_again(env, tmp_path):
+    """engine_env holds what strata adds, never the user's own variable."""
+    shutil.copy(FIXTURES / "gfx1030-rocblas-5.6.0.8d1ae90e.txt", tmp_path)
+    for forced in (tmp_path, tmp_path / "gfx1030-rocblas-5.6.0.8d1ae90e.txt"):
+        answer = json.loads(
+            run("plan", "--json", "--device", "gfx1030", "--rocblas", "5.6.0.8d1ae90e",
+                env=env | {"STRATA_ROCBLAS_TUNING": str(forced)}).stdout
+        )  # fmt: skip
+        assert answer["tuning"]["rocblas"]["used"] is True
+        assert "STRATA_ROCBLAS_TUNING" not in answer["engine_env"]
 
 
 def test_switch_trials_write_only_winners_into_the_run_config(env, tmp_path):
