@@ -4,6 +4,8 @@ engine's server JSON config. Errors name the file, the line and the key."""
 from __future__ import annotations
 
 import json
+import os
+import stat
 import re
 import tomllib
 from collections.abc import Mapping
@@ -128,10 +130,20 @@ def find_and_load(
     return path, load(path, recorder) if path is not None else RunConfig()
 
 
+def _read(path: Path, recorder: Recorder) -> str:
+    """The config's text; a pipe (``--config /dev/stdin``, ``--config <(...)``) is read as it
+    is, once, and the answer depends on what it held, so it is not cached."""
+    if stat.S_ISFIFO(os.stat(path).st_mode):
+        recorder.refuse(f"the run config {path} is a pipe")
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    return recorder.read_text(path.resolve())
+
+
 def load(path: Path, recorder: Recorder | None = None) -> RunConfig:
     """Read a run config; ``.json`` files are the engine's server config."""
     try:
-        text = (recorder or Recorder()).read_text(path.resolve())
+        text = _read(path, recorder or Recorder())
     except OSError as exc:
         raise StrataError(f"{path}: cannot read the run config ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:

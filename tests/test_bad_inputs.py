@@ -58,6 +58,7 @@ def test_bad_input(case, env, tmp_path):
         env=env | want.get("env", {}),
         capture_output=True,
         text=True,
+        input=want.get("stdin", ""),
         timeout=120,
         cwd=tmp_path,
         preexec_fn=(lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)))
