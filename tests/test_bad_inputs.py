@@ -52,7 +52,16 @@ def _prepare(case: dict, tmp: Path) -> None:
 def test_bad_input(case, env, tmp_path):
     _prepare(case, tmp_path)
     want = _fill(case, tmp_path)
-    limit = want.get("fsize")
+    limit, stdout_to = want.get("fsize"), want.get("stdout_to")
+
+    def child_setup() -> None:
+        if limit:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        if stdout_to == "closed":
+            os.close(1)
+        elif stdout_to:
+            os.dup2(os.open(stdout_to, os.O_WRONLY), 1)
+
     result = subprocess.run(
         [sys.executable, "-m", "strata_core", *want["args"]],
         env=env | want.get("env", {}),
@@ -61,9 +70,7 @@ def test_bad_input(case, env, tmp_path):
         input=want.get("stdin", ""),
         timeout=120,
         cwd=tmp_path,
-        preexec_fn=(lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)))
-        if limit
-        else None,
+        preexec_fn=child_setup,
     )
     assert "Traceback" not in result.stderr
     assert result.returncode == want["status"], result.stderr
