@@ -75,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
         return 0
     except OutputFailed as failed:
         sys.stderr.write(f"strata-core: cannot write to standard output ({failed})\n")

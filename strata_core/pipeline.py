@@ -193,7 +193,7 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
         detection_problems = tuple(problems)
         others: tuple[Device, ...] = ()
         main = assignments[0]
-        cards = (main.device,)
+        cards: tuple[Device, ...] = (main.device,)
     else:
         detected = detect(request, config)
         manager, selection = detected.manager, detected.selection

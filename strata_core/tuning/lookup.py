@@ -148,7 +148,7 @@ def find_table(
                 f"{table.version}, not what its name says; refused"
             )
             continue
-        where = folder if kind is ROCBLAS else path  # STRATA_ROCBLAS_TUNING takes a folder
+        told = folder if kind is ROCBLAS else path  # STRATA_ROCBLAS_TUNING takes a folder
         return TuningDecision(
             str(path),
             True,
@@ -157,7 +157,7 @@ def find_table(
             _enabled(kind, table),
             tuple(warnings),
             table,
-            {kind.variable: str(where)} if kind.variable else {},
+            {kind.variable: str(told)} if kind.variable else {},
         )
     others = sorted(
         {
