@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, NoReturn
 from . import __version__, log
 from .answer_cache import Recorder
 from .context import KV_TYPES, OS_NAMES, PACKS
+from .digits import is_digits
 from .errors import StrataError
 from .pictures import READERS
 from .report import warn
@@ -34,7 +35,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def positive_int(text: str) -> int:
-    value = int(text) if text.strip().lstrip("+").isdecimal() else 0
+    value = int(text) if is_digits(text.strip().lstrip("+")) else 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number from 1, got {text!r}")
     return value

@@ -16,6 +16,7 @@ import attrs
 import cattrs
 
 from .answer_cache import Recorder
+from .digits import is_digits
 from .errors import StrataError
 
 #: The keys of the engine's server JSON config that strata reads; the rest are the engine's.
@@ -213,7 +214,7 @@ def _describe(exc: BaseException, type_: Any) -> str:
 
 def _line_of(text: str, keys: list[str], json_syntax: bool) -> int | None:
     """The line that sets ``keys`` (a dotted path, list indices ignored)."""
-    names = [k for k in keys if not k.isdecimal()]
+    names = [k for k in keys if not is_digits(k)]
     if not names:
         return None
     if json_syntax:

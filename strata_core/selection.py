@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 import attrs
 
 from .claims import Assignment
+from .digits import is_digits
 from .errors import StrataError
 from .records import Device
 
@@ -54,7 +55,7 @@ def parse_roles(text: str) -> dict[int, str]:
     roles: dict[int, str] = {}
     for item in text.split(","):
         index, _, role = item.partition("=")
-        if not index.strip().isdecimal() or role.strip() not in ROLES:
+        if not is_digits(index.strip()) or role.strip() not in ROLES:
             raise StrataError(f"--gpu-roles {text}: expected N=main or N=helper, got {item!r}")
         if int(index) in roles:
             raise StrataError(f"--gpu-roles {text}: device {int(index)} is named twice")

@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 
 from . import log
+from .digits import is_digits
 from .errors import StrataError
 from .files import write_atomic
 from .table_command import lookup_note
@@ -27,7 +28,7 @@ def parse_case(text: str) -> tuple:
     parts = text.split(",")
     if (
         len(parts) != 5
-        or not all(p.isdecimal() and int(p) > 0 for p in (parts[0], *parts[2:4]))
+        or not all(is_digits(p) and int(p) > 0 for p in (parts[0], *parts[2:4]))
         or parts[4] not in ("f32", "f16")
     ):
         raise StrataError(

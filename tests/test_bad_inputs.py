@@ -39,6 +39,7 @@ def _prepare(case: dict, tmp: Path) -> None:
         with open(tmp / name, "a", encoding="utf-8") as handle:
             handle.write(how["text"] * how["times"])
     for name, data in case.get("binary", {}).items():
+        (tmp / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp / name).write_bytes(bytes.fromhex(data))
     for name in case.get("fifos", []):
         (tmp / name).unlink(missing_ok=True)

@@ -114,6 +114,10 @@ ROW = "512 4096 2048 bf16 qkv 56537 410.50 120.25\n"
         ),
         (ROW + "512 4096 x bf16 o default 1 1\n", "t.txt:4: K must be a positive integer, got 'x'"),
         (
+            ROW + "\uff15\uff11\uff12 4096 2048 bf16 o default 1 1\n",
+            "t.txt:4: T must be a positive integer, got '\uff15\uff11\uff12'",
+        ),
+        (
             ROW + "512 4096 2048 bf16 o fast 100 50\n",
             "t.txt:4: solution must be a hipBLASLt solution or 'default', got 'fast'",
         ),

@@ -5,6 +5,7 @@ PCI address known, with or without a driver. What the card is comes from the CUD
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ..answer_cache import Recorder
@@ -16,6 +17,7 @@ strata_api_version = 1
 DEVICES_DIR = Path("bus/pci/devices")
 NVIDIA_VENDOR = 0x10DE
 DISPLAY_CLASS = 0x03  # the PCI base class of VGA, XGA, 3D and other display controllers
+SKIPPED = "PCI function skipped"
 
 
 @hookimpl
@@ -31,12 +33,19 @@ def walk(sysfs: Path, read: Recorder) -> Detection:
         for field in ("vendor", "class"):
             path = folder / name / field
             try:
-                values[field] = int(read.read_text(path).strip(), 16)
-            except (OSError, UnicodeDecodeError):
+                text = read.read_text(path).strip()
+            except FileNotFoundError:
                 break
-            except ValueError:
-                problems.append(f"{path}: expected a hexadecimal number")
+            except OSError as exc:
+                problems.append(f"{path}: cannot read ({exc.strerror or exc}); {SKIPPED}")
                 break
+            except UnicodeDecodeError as exc:
+                problems.append(f"{path}: not UTF-8 text (byte {exc.start}); {SKIPPED}")
+                break
+            if not re.fullmatch(r"0[xX][0-9a-fA-F]+|[0-9a-fA-F]+", text):
+                problems.append(f"{path}: expected a hexadecimal number, got {text[:40]!r}")
+                break
+            values[field] = int(text, 16)
         if len(values) < 2:
             continue
         if values["vendor"] == NVIDIA_VENDOR and values["class"] >> 16 == DISPLAY_CLASS:

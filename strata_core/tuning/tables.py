@@ -20,6 +20,7 @@ from pathlib import Path
 import attrs
 
 from ..answer_cache import Recorder
+from ..digits import is_digits
 
 DEFAULT = "default"
 MIN_GAIN = 1.05
@@ -206,7 +207,7 @@ def _parse_row(
             if not re.fullmatch(OP_PATTERN, text):
                 problems.append(f"{where}: op must be a lower-case name, got {text!r}")
             key.append(text)
-        elif not text.isdecimal() or int(text) == 0:
+        elif not is_digits(text) or int(text) == 0:
             problems.append(f"{where}: {column} must be a positive integer, got {text!r}")
             key.append(text)
         else:
