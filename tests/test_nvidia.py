@@ -136,3 +136,29 @@ def test_gpus_names_cuda_devices_when_the_cuda_backend_runs(nvidia_tree, env, st
     assert result.stderr.splitlines()[-1] == (
         "strata-core: --gpus from command line: no CUDA device 1 (visible CUDA devices: 0)"
     )
+
+
+@pytest.mark.parametrize(
+    ("fault", "said"),
+    [
+        ("print-on-load", None),
+        ("device-get-fails", "device 0: cuDeviceGet: error 101; skipped"),
+        ("huge-memory", "device 0: 18446744073709551615 bytes of memory; expected up to 1 PiB"),
+    ],
+)
+def test_a_driver_that_misbehaves_is_one_line_and_one_card(nvidia_tree, env, stand_in, fault, said):
+    """A driver that prints on stdout still answers; a device it cannot open is said once and
+    no card "at None"; a memory size past 1 PiB (the KFD reader's cap) is no size and never
+    the most VRAM."""
+    result = run("devices", "--json", "--sysfs", str(nvidia_tree),
+                 env=with_driver(env, stand_in, STAND_IN_FAULT=fault))  # fmt: skip
+    answer = json.loads(result.stdout)
+    nvidia = [d for d in answer["devices"] if d["pci"] == PCI]
+    assert len(nvidia) == 1 and "None" not in nvidia[0]["name"]
+    problems = [w for w in answer["warnings"] if "CUDA driver" in w]
+    if said is None:
+        assert not problems and nvidia[0]["gfx"] == "sm_90"
+    else:
+        assert len(problems) == 1 and problems[0].endswith(said), problems
+    if fault == "huge-memory":
+        assert nvidia[0]["vram_bytes"] is None

@@ -405,3 +405,36 @@ def test_an_unknown_version_names_only_options_that_exist(kind):
     named = set(re.findall(r"--[a-z][a-z-]*", reason))
     assert named <= options
     assert named == ({f"--{kind.name}"} if kind is not CUBLASLT else set())
+
+
+@pytest.mark.parametrize(
+    ("hipblaslt", "fault", "said"),
+    [
+        ("libm.so.6", None, "libm.so.6: has no hipblasLtCreate; not a hipBLASLt library"),
+        (None, "rocblas-huge-version", None),
+        (None, "print-on-load", None),
+    ],
+)
+def test_one_bad_library_spoils_only_its_own_version(
+    stand_in, monkeypatch, hipblaslt, fault, said
+):
+    env = {
+        "STRATA_HIPBLASLT_LIBRARY": hipblaslt or stand_in,
+        "STRATA_ROCBLAS_LIBRARY": stand_in,
+        "STRATA_CUBLASLT_LIBRARY": stand_in,
+    }
+    if fault:
+        monkeypatch.setenv("STAND_IN_FAULT", fault)
+    found = versions.probe(env, 60)
+    assert found["cublaslt"].version == "120804"
+    if hipblaslt:
+        assert found["hipblaslt"] == LibraryVersion(None, said)
+        assert found["rocblas"].version == "5.6.0.8d1ae90e"
+    elif fault == "rocblas-huge-version":
+        assert found["hipblaslt"].version == "100401"
+        assert found["rocblas"].version is None
+        assert found["rocblas"].how.endswith(
+            "rocblas_get_version_string_size says 9223372036854775807 bytes; a version is short"
+        )
+    else:
+        assert found["rocblas"].version == "5.6.0.8d1ae90e"

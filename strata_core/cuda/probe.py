@@ -5,10 +5,9 @@ ordinal."""
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 
+from ..child import answer_json
 from ..library_search import unloadable
 from .driver import candidate_paths, device_facts, open_driver
 
@@ -39,4 +38,4 @@ def probe(env: dict[str, str]) -> dict:
 
 
 if __name__ == "__main__":
-    json.dump(probe(dict(os.environ)), sys.stdout)
+    answer_json(lambda: probe(dict(os.environ)))

@@ -4,9 +4,7 @@ and prints one JSON object, so that a runtime that crashes or hangs cannot take 
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 
 from ..hip.binding import (
     HIP_ERROR_NO_DEVICE,
@@ -15,6 +13,7 @@ from ..hip.binding import (
     device_facts,
     open_runtime,
 )
+from ..child import answer_json
 from ..library_search import unloadable
 
 
@@ -48,4 +47,4 @@ def _query(ffi, lib, path: str) -> dict:
 
 
 if __name__ == "__main__":
-    json.dump(probe(dict(os.environ)), sys.stdout)
+    answer_json(lambda: probe(dict(os.environ)))

@@ -7,6 +7,7 @@ from .. import library_search
 from ..child import ChildFailed, child_environment, run_json_module
 from ..hookspec import hookimpl
 from ..records import Detection, DetectionContext, DeviceReport
+from .kfd import MAX_MEMORY_BYTES
 
 strata_api_version = 1
 
@@ -45,6 +46,16 @@ def interpret(answer: dict) -> Detection:
     if "error" in answer:
         return Detection(problems=(f"{where}: {answer['error']}",))
     devices = answer.get("devices", [])
+    problems = [
+        f"{where}: device {d['index']}: {d['error']}; skipped" for d in devices if "error" in d
+    ]
+    devices = [d for d in devices if "error" not in d]
+    for d in devices:
+        if (d.get("total_mem") or 0) > MAX_MEMORY_BYTES:
+            problems.append(
+                f"{where}: device {d['index']}: {d.pop('total_mem')} bytes of memory; expected up "
+                "to 1 PiB"
+            )
     reports = tuple(
         DeviceReport(
             source="nvidia",
@@ -62,6 +73,7 @@ def interpret(answer: dict) -> Detection:
     )
     return Detection(
         reports=reports,
+        problems=tuple(problems),
         notes=(f"{where} sees {len(devices)} device(s)",),
         complete_for=("nvidia",),
     )
