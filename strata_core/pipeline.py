@@ -308,6 +308,7 @@ def run_settings(
         child_env=dict(env),
         timeout_s=seconds_variable(env, "STRATA_RUN_TIMEOUT", RUN_TIMEOUT_S),
         gemm_libraries=gemm_libraries,
+        contact_timeout_s=seconds_variable(env, "STRATA_HIP_PROBE_TIMEOUT", 15.0),
     )
 
 

@@ -55,6 +55,8 @@ class RunSettings:
     child_env: Mapping[str, str]
     #: the files the prompt GEMM's vendor library is loaded from, in order
     gemm_libraries: tuple[str, ...] = ()
+    #: the seconds the child's first contact with the runtime may take (the probe's limit)
+    contact_timeout_s: float = 15.0
 
 
 @attrs.frozen
