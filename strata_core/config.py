@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import re
+import stat
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path

@@ -76,12 +76,11 @@ def _structure(raw: dict, path: Path) -> Workload:
 
 
 def memory_bytes(w: Workload) -> int:
-    """About what the workload's arrays take: the expert matrix (FP32, then Q8_0) and the prompt
-    GEMM's weights, the prompt's activations, outputs and router logits, the scores of the
-    top-k, and the buffer a card's read bandwidth is measured on."""
+    """About the host memory the workload's arrays take: the expert matrix (FP32, then Q8_0)
+    and the prompt GEMM's weights, the prompt's activations, outputs and router logits, and
+    the scores of the top-k."""
     return (
         9 * w.ffn * w.hidden
         + 4 * w.prompt_tokens * (w.hidden + 2 * w.ffn + w.experts)
         + 4 * w.context_cells
-        + w.gpu_read_bytes
     )

@@ -81,10 +81,8 @@ def run_tune(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 
 def parse_tokens(text: str) -> list[int]:
-    try:
-        tokens = [int(t) for t in text.split(",")]
-    except ValueError:
-        tokens = []
+    parts = text.split(",")
+    tokens = [int(t) for t in parts] if all(is_digits(t) for t in parts) else []
     if not tokens or min(tokens) <= 0:
         raise StrataError(f"--tokens {text}: expected token counts such as 256,512")
     twice = next((t for i, t in enumerate(tokens) if t in tokens[:i]), None)

@@ -419,6 +419,8 @@ def test_tune_output_with_a_trailing_slash_is_a_folder(env, tmp_path):
         (("--case", "32,qkv,96,64,f32", "--case", "32,qkv,96,64,f32"),
          "--case 32,qkv,96,64,f32 is given twice; a table has one row a shape"),
         (("--tokens", "64,64"), "--tokens 64,64: 64 is given twice; a table has one row a shape"),
+        (("--tokens", "\uff16\uff14"),
+         "--tokens \uff16\uff14: expected token counts such as 256,512"),
         (("--case", "32,QKV,96,64,f32"),
          "--case 32,QKV,96,64,f32: op must be a lower-case name such as gate_up, got 'QKV'"),
         (("--case", "32,,96,64,f32"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+from ..child import answer_json
 from ..hip.binding import (
     HIP_ERROR_NO_DEVICE,
     HIP_SUCCESS,
@@ -13,7 +14,6 @@ from ..hip.binding import (
     device_facts,
     open_runtime,
 )
-from ..child import answer_json
 from ..library_search import unloadable
 
 

@@ -193,7 +193,7 @@ def _read_counter(
     except UnicodeDecodeError as exc:
         problems.append(f"{path}: not UTF-8 text (byte {exc.start})")
         return None
-    value = int(text) if text.isascii() and text.isdecimal() else None
+    value = int(text) if is_digits(text) else None
     if value is None or value > MAX_MEMORY_BYTES:
         problems.append(f"{directory / name}: expected a byte count up to 1 PiB, got {text[:40]!r}")
         return None
