@@ -178,15 +178,18 @@ def store(
         "stats": {p: _stat(p) for p in stats},
     }
     path = _entry_path(key, env)
+    temp = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        temp = f"{path}.{os.getpid()}.tmp"
         with open(temp, "wb") as handle:
             marshal.dump(entry, handle)
         os.replace(temp, path)
         _evict(os.path.dirname(path))
     except OSError:
-        return
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
 
 
 def _evict(folder: str) -> None:

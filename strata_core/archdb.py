@@ -11,6 +11,8 @@ from pathlib import Path
 
 import attrs
 
+from .digits import is_digits
+
 DATA = Path(__file__).with_name("archdb.toml")
 HIPBLASLT, ROCBLAS = "hipBLASLt", "rocBLAS"
 #: NVIDIA targets are compute capabilities: sm_90
@@ -99,7 +101,7 @@ def lookup(target: str) -> Arch | None:
 def compute_capability(target: str) -> int | None:
     """sm_90 -> 90; None for a target that names no NVIDIA compute capability."""
     digits = target.removeprefix(NVIDIA_PREFIX)
-    return int(digits) if target.startswith(NVIDIA_PREFIX) and digits.isdecimal() else None
+    return int(digits) if target.startswith(NVIDIA_PREFIX) and is_digits(digits) else None
 
 
 def newest_ptx_for(targets: Iterable[str], target: str) -> str | None:

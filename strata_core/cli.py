@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from . import __version__, log
 from .answer_cache import Recorder
 from .context import KV_TYPES, OS_NAMES, PACKS, READERS
+from .context import KV_TYPES, OS_NAMES, PACKS
+from .digits import is_digits
 from .errors import StrataError
 
 if TYPE_CHECKING:
@@ -44,7 +46,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def positive_int(text: str) -> int:
-    value = int(text) if text.strip().lstrip("+").isdecimal() else 0
+    value = int(text) if is_digits(text.strip().lstrip("+")) else 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number from 1, got {text!r}")
     return value
@@ -206,9 +208,9 @@ def _parser() -> argparse.ArgumentParser:
     tune.add_argument(
         "--output",
         metavar="FILE",
-        type=Path,
-        help="table to write (default: $STRATA_TUNING_DIR or "
-        "~/.local/share/strata/tuning, named for the card or CPU and the library)",
+        help="table to write, or its folder (one that exists, or ends in /) (default: "
+        "$STRATA_TUNING_DIR or ~/.local/share/strata/tuning), named for the card or CPU and "
+        "the library",
     )
     tune.add_argument(
         "--tokens",
@@ -229,8 +231,8 @@ def _parser() -> argparse.ArgumentParser:
     tune.add_argument(
         "--switches",
         action="store_true",
-        help="measure the calibratable switches in on/off pairs; write clear winners into "
-        "the run config's env",
+        help="measure the calibratable switches in on/off pairs; write winners that repeat "
+        "into the run config's env",
     )
     tune.add_argument(
         "--config",
@@ -270,13 +272,14 @@ def _parser() -> argparse.ArgumentParser:
     table_commands = table.add_subparsers(dest="table_command", required=True, metavar="ACTION")
     check = table_commands.add_parser(
         "check",
-        help="validate tables; exit 1 if any is refused",
+        help="validate tables (each FILE, or every *.txt in a folder); exit 1 if any is refused",
         description="Validate tuning tables by the lookup's rules; every problem is "
         "path:line: what.",
         epilog=f"examples:\n  {COMMANDS['table'][2]}",
     )
     _logging_options(check, argparse.SUPPRESS)
     check.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    check.add_argument("--json", action="store_true", help="answer in JSON")
     return parser
 
 
@@ -416,7 +419,7 @@ def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) ->
 
             return run_tune(args, env)
         if args.command == "table":
-            from .tune_command import run_table_check
+            from .table_command import run_table_check
 
             return run_table_check(args)
         if args.command == "env":

@@ -4,7 +4,9 @@ engine's server JSON config. Errors name the file, the line and the key."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -13,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .answer_cache import Recorder
+from .digits import is_digits
 from .errors import StrataError
 
 if TYPE_CHECKING:
@@ -132,10 +135,20 @@ def find_and_load(
     return path, load(path, recorder) if path is not None else RunConfig()
 
 
+def _read(path: Path, recorder: Recorder) -> str:
+    """The config's text; a pipe (``--config /dev/stdin``, ``--config <(...)``) is read as it
+    is, once, and the answer depends on what it held, so it is not cached."""
+    if stat.S_ISFIFO(os.stat(path).st_mode):
+        recorder.refuse(f"the run config {path} is a pipe")
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    return recorder.read_text(path.resolve())
+
+
 def load(path: Path, recorder: Recorder | None = None) -> RunConfig:
     """Read a run config; ``.json`` files are the engine's server config."""
     try:
-        text = (recorder or Recorder()).read_text(path.resolve())
+        text = _read(path, recorder or Recorder())
     except OSError as exc:
         raise StrataError(f"{path}: cannot read the run config ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
@@ -209,7 +222,7 @@ def _describe(exc: BaseException, type_: Any) -> str:
 
 def _line_of(text: str, keys: list[str], json_syntax: bool) -> int | None:
     """The line that sets ``keys`` (a dotted path, list indices ignored)."""
-    names = [k for k in keys if not k.isdecimal()]
+    names = [k for k in keys if not is_digits(k)]
     if not names:
         return None
     if json_syntax:

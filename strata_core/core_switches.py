@@ -138,6 +138,7 @@ CONTROL_VARIABLES = frozenset(
         "STRATA_CUDA_PROBE",
         "STRATA_CUDA_LIBRARY",
         "STRATA_NVML_LIBRARY",
+        "STRATA_CUBLASLT_LIBRARY",
         "STRATA_PLUGINS",
         "STRATA_DISABLE_PLUGINS",
         "STRATA_DISABLE_PLUGIN_AUTOLOAD",
@@ -154,17 +155,63 @@ CONTROL_VARIABLES = frozenset(
         "STRATA_HIP_CLANG",
     }
 )
-#: Setup's own variables on the reference page, read by no engine: "STRATA_ROCM_VERSION and
-#: STRATA_ROCM_INDEX override them"; "Setup installs for gfx1103 only with
-#: STRATA_EXPERIMENTAL_GFX1103=1"; "STRATA_HIP_ARCHS picks other architectures".
-SETUP_VARIABLES = frozenset(
-    {
-        "STRATA_ROCM_VERSION",
-        "STRATA_ROCM_INDEX",
-        "STRATA_EXPERIMENTAL_GFX1103",
-        "STRATA_HIP_ARCHS",
-    }
+#: Who reads a variable of the page that no switch row declares.
+ENGINE, GFX906_BUILD, SETUP, CMAKE, SOURCE = "engine", "gfx906", "setup", "cmake", "source"
+
+# Every other STRATA_ name of the reference page (with _ROWS, all of them; the page's tables
+# and prose): name, who reads it, the section that names it.
+# fmt: off
+_PAGE_ROWS = (
+    ("STRATA_DECODE_TIMING", ENGINE, STREAMS),
+    ("STRATA_SH_FORK_LATE", SOURCE, STREAMS),
+    ("STRATA_PREFILL_CPU_SHARE", ENGINE, STREAMS),
+    ("STRATA_PIPED_CONCURRENT", ENGINE, STREAMS),
+    ("STRATA_PREFILL_STREAM_MIN", ENGINE, STREAMS),
+    ("STRATA_IO_THREADS", ENGINE, STREAMS),
+    ("STRATA_GDN_REC_HEADS", ENGINE, "Opt-in chunked prompt GDN on gfx11"),
+    ("STRATA_SCORES_THREAD_TRACE", ENGINE, "Exact long-prompt QSA scorer"),
+    ("STRATA_COLD_TRACE", ENGINE, "RDNA4 (gfx1201)"),
+    ("STRATA_ARENA_PIN_GIB", ENGINE, IGPU),
+    ("STRATA_PF_SWITCH_MIN_T", ENGINE, "History / older measurements"),
+    ("STRATA_GFX906_ATTN_QUERY_SWIZZLE", GFX906_BUILD, "gfx906"),
+    ("STRATA_GFX906_ATTN_REDUCE12", GFX906_BUILD, "gfx906"),
+    ("STRATA_EXP_MODE", GFX906_BUILD, "gfx906"),
+    ("STRATA_MMVQ_WAVE", GFX906_BUILD, "gfx906"),
+    ("STRATA_ROUTE_PER_TOKEN", GFX906_BUILD, "gfx906"),
+    ("STRATA_GR_FAST", GFX906_BUILD, "gfx906"),
+    ("STRATA_GR_SPLIT", GFX906_BUILD, "gfx906"),
+    ("STRATA_ROCM_VERSION", SETUP, "Install with setup"),
+    ("STRATA_ROCM_INDEX", SETUP, "Install with setup"),
+    ("STRATA_EXPERIMENTAL_GFX1103", SETUP, "Tuning table"),
+    ("STRATA_HIP_ARCHS", SETUP, "Windows"),
+    ("STRATA_ENABLE_HIP", CMAKE, "Build"),
+    ("STRATA_ENABLE_CUDA", CMAKE, "Build"),
+    ("STRATA_GGML_DIR", CMAKE, "Build"),
+    ("STRATA_BUILD_TESTS", CMAKE, "RDNA4 (gfx1201)"),
+    ("STRATA_PREFILL_MMQ", CMAKE, "RDNA4 (gfx1201)"),
+    ("STRATA_HIP_GFX906", CMAKE, "gfx906"),
 )
+# fmt: on
+
+
+def page_variables() -> dict[str, tuple[str, str]]:
+    """Every variable the reference page documents: name -> (its section, who reads it)."""
+    declared = {s.name: (s.section, ENGINE) for s in SWITCHES if not s.is_arg}
+    return declared | {name: (section, reader) for name, reader, section in _PAGE_ROWS}
+
+
+def undeclared_note(name: str, plugin: str) -> str | None:
+    """What to say of a page variable that no switch of ``plugin``'s build declares, or None
+    where the engine takes it as set."""
+    section, reader = page_variables().get(name, ("", ENGINE))
+    where = f"(AMD_HIP.md, {section})"
+    if reader == GFX906_BUILD and plugin != "gfx906":
+        return f"is read only by the gfx906 build {where}; {plugin} does not read it"
+    if reader == CMAKE:
+        return f"is a CMake option of the engine's build {where}, not read when it runs"
+    if reader == SOURCE:
+        return f"is a name in the engine's source {where}, not a variable it reads"
+    return None
 
 
 @hookimpl

@@ -2,7 +2,17 @@
 
 
 class StrataError(Exception):
-    """A user-facing error: bad input, bad option, nothing to run. Its text is the whole message."""
+    """A user-facing error: bad input, bad option, nothing to run. Its text is the whole message,
+    on one line: a line break or other control character in it (a file name may hold one) is
+    written as an escape."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(one_line(message))
+
+
+def one_line(text: str) -> str:
+    """``text`` with each control character written as Python writes it in a string."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class PluginError(StrataError):

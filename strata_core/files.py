@@ -36,7 +36,8 @@ def _replace(path: Path, text: str) -> None:
         umask = os.umask(0)
         os.umask(umask)
         mode = 0o666 & ~umask
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    # a short name: the file's own may already be as long as a name can be
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".strata-", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)

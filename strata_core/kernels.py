@@ -9,6 +9,7 @@ from collections.abc import Mapping
 import attrs
 
 from . import archdb
+from .digits import is_digits
 from .records import Device, KernelChoice, RunContext, Workload
 from .tuning.lookup import TuningDecision
 
@@ -103,7 +104,7 @@ def attention_choice(
         )
     if wmma == "auto":
         raw = switches.get("STRATA_HIP_WMMA_MIN_Q")
-        minimum = int(raw) if raw and raw.isdecimal() else WMMA_MIN_QUERIES
+        minimum = int(raw) if raw and is_digits(raw) else WMMA_MIN_QUERIES
         if workload.prompt_queries < minimum:
             return KernelChoice(
                 "prompt_attention",

@@ -31,9 +31,46 @@ class _Tee(io.TextIOBase):
             stream.flush()
 
 
+class OutputFailed(BaseException):
+    """Standard output cannot be written (a full disk, a closed descriptor). Not an Exception,
+    so that no command takes it for an error of its own."""
+
+
+class _Stdout:
+    """Standard output whose write errors (other than a reader that went away) become
+    OutputFailed; ``None`` where the descriptor was closed when Python started."""
+
+    def __init__(self, stream: TextIO | None) -> None:
+        self.stream = stream
+
+    def _call(self, method: str, *args: object) -> object:
+        if self.stream is None:
+            raise OutputFailed("it is closed")
+        try:
+            return getattr(self.stream, method)(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputFailed(exc.strerror or str(exc)) from None
+
+    def write(self, text: str) -> object:
+        return self._call("write", text)
+
+    def flush(self) -> object:
+        return self._call("flush")
+
+    def isatty(self) -> bool:
+        return self.stream is not None and self.stream.isatty()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.stream, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command line; Ctrl-C ends it with 130 and a closed stdout (`plan | head`)
-    quietly, without a traceback."""
+    """Run one command line; Ctrl-C ends it with 130, a closed pipe (`plan | head`) quietly,
+    and standard output that cannot be written with one line and 2, without a traceback."""
+    stdout = sys.stdout
+    sys.stdout = _Stdout(stdout)  # type: ignore[assignment]
     try:
         code = _answer(list(sys.argv[1:] if argv is None else argv))
         sys.stdout.flush()
@@ -41,8 +78,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
         return 0
+    except OutputFailed as failed:
+        sys.stderr.write(f"strata-core: cannot write to standard output ({failed})\n")
+        if stdout is not None:  # what is still buffered goes nowhere at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
+        return 2
+    finally:
+        sys.stdout = stdout
 
 
 def _answer(argv: list[str]) -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import attrs
 
@@ -38,6 +38,11 @@ PACKAGES = (
 OPT_IN_BUILDS = {"gfx1103": "STRATA_EXPERIMENTAL_GFX1103"}
 
 
+#: Targets an OS does not run (AMD_HIP.md, "Windows": "Phoenix / Hawk Point (780M / 760M) is
+#: not supported on Windows; on Linux it has an opt-in build").
+NOT_SUPPORTED_ON = {("gfx1103", "windows")}
+
+
 def opt_in_variable(gfx: str, os_name: str) -> str | None:
     """The variable that makes setup build the engine for ``gfx`` on this OS, if one does."""
     return OPT_IN_BUILDS.get(gfx) if os_name == "linux" else None
@@ -53,6 +58,8 @@ def status(gfx: str, os_name: str, env: Mapping[str, str]) -> str:
     arch = archdb.lookup(gfx)
     if arch is None:
         return "not in the architecture database"
+    if (gfx, os_name) in NOT_SUPPORTED_ON:
+        return f"not supported on {os_name.capitalize()}"
     if opted_in(gfx, os_name, env):
         return f"{arch.status.value}, opted in ({OPT_IN_BUILDS[gfx]}=1)"
     return arch.status.value
@@ -60,6 +67,19 @@ def status(gfx: str, os_name: str, env: Mapping[str, str]) -> str:
 
 def package_for(gfx: str, os_name: str) -> Package | None:
     return next((p for p in PACKAGES if p.os == os_name and gfx in p.targets), None)
+
+
+def split_refusal(package: Package, cards: Sequence[Device], os_name: str) -> str | None:
+    """The one line for a package that lacks GPU code for one of a split's cards, or None
+    where it covers them all."""
+    missing = next((d for d in cards if d.gfx not in package.targets), None)
+    if missing is None:
+        return None
+    return (
+        f"no ready-made {os_name.capitalize()} engine package carries GPU code for every "
+        f"chosen card: {package.name} has none for the {missing.family} card {missing.name} "
+        f"({missing.gfx}); build the engine from source"
+    )
 
 
 def refusal(device: Device, os_name: str) -> str:

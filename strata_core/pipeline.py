@@ -14,7 +14,7 @@ from pathlib import Path
 
 import attrs
 
-from . import archdb, log, profile
+from . import archdb, log, packages, profile
 from . import config as run_config
 from .answer_cache import Recorder
 from .claims import Assignment, assign
@@ -153,14 +153,13 @@ def device_choice(request: PlanRequest, config: run_config.RunConfig) -> DeviceC
     if request.choice is not None:
         return request.choice
     roles = {int(k): v for k, v in config.gpu_roles.items()}
+    where = str(run_config.find(request.config, request.env, request.recorder))
     if config.hip_ordinal is not None:
-        return DeviceChoice(
-            gpu=config.hip_ordinal, roles=roles, source="the run config's hip_ordinal"
-        )
+        return DeviceChoice(gpu=config.hip_ordinal, roles=roles, source=f"{where}'s hip_ordinal")
     if config.gpu is not None or config.gpu_roles:
         if isinstance(config.gpu, int):
-            return DeviceChoice(gpu=config.gpu, roles=roles, source="the run config")
-        return DeviceChoice(gpus=config.gpu, roles=roles, source="the run config")
+            return DeviceChoice(gpu=config.gpu, roles=roles, source=where)
+        return DeviceChoice(gpus=config.gpu, roles=roles, source=where)
     return DeviceChoice()
 
 
@@ -203,6 +202,7 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
         detection_problems = tuple(problems)
         others: tuple[Device, ...] = ()
         main = assignments[0]
+        cards: tuple[Device, ...] = (main.device,)
     else:
         detected = detect(request, config)
         manager, selection = detected.manager, detected.selection
@@ -222,6 +222,7 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
             for a in detected.assignments
             if a.device.visible and a.device is not main.device
         )
+        cards = tuple(a.device for a in detected.assignments if selection.selects(a.device))
     plugin = runnable_plugin(main, chosen)
     context = RunContext(
         os=request.os or this_os(),
@@ -249,6 +250,9 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
         )
 
     plan = plan_on(main.device, plugin)
+    split = packages.split_refusal(plan.package, cards, plan.context.os) if plan.package else None
+    if split:
+        plan = attrs.evolve(plan, package=None, warnings=(*plan.warnings, split))
     if plan.backend in ("hip", "cuda"):
         dirs = search_dirs(config.exe, env, ()) + [Path(d) for d in config.tuning.dirs]
         dirs.append(data_dir(env))
@@ -263,8 +267,8 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
     if not request.device and selection.indices:
         given = {arg.partition("=")[0] for arg in request.engine_args if arg.startswith("--")}
         roles = selection.roles if device_choice(request, config).roles else {}
-        cards = EngineCards(plan.backend, selection.indices, roles, frozenset(given))
-        plan = attrs.evolve(plan, cards=cards)
+        engine_cards = EngineCards(plan.backend, selection.indices, roles, frozenset(given))
+        plan = attrs.evolve(plan, cards=engine_cards)
     # last, so that a plugin that broke in any hook above is among them
     plan = attrs.evolve(plan, warnings=(*manager.problems, *detection_problems, *plan.warnings))
     row = device_dict(main, selection, plan.context.os, env)
@@ -318,6 +322,7 @@ def run_settings(
         child_env=dict(env),
         timeout_s=seconds_variable(env, "STRATA_RUN_TIMEOUT", RUN_TIMEOUT_S),
         gemm_libraries=gemm_libraries,
+        contact_timeout_s=seconds_variable(env, "STRATA_HIP_PROBE_TIMEOUT", 15.0),
     )
 
 

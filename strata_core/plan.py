@@ -10,7 +10,7 @@ import attrs
 from . import archdb, packages
 from .answer_cache import Recorder
 from .archdb import SupportStatus
-from .core_switches import CONTROL_VARIABLES, SETUP_VARIABLES
+from .core_switches import CONTROL_VARIABLES, page_variables, undeclared_note
 from .kernels import with_tables
 from .manager import PluginManager
 from .pictures import PictureReader, picture_reader
@@ -55,6 +55,8 @@ class RunSettings:
     child_env: Mapping[str, str]
     #: the files the prompt GEMM's vendor library is loaded from, in order
     gemm_libraries: tuple[str, ...] = ()
+    #: the seconds the child's first contact with the runtime may take (the probe's limit)
+    contact_timeout_s: float = 15.0
 
 
 @attrs.frozen
@@ -111,13 +113,15 @@ class Plan:
 
     def engine_env(self) -> dict[str, str]:
         """The environment the engine gets on top of the user's: every value strata decided
-        or the run config set, and the run config's other variables."""
+        or the run config set, the run config's other variables, and where the tables the
+        plan takes are."""
         chosen = {
             n: r.value
             for n, r in self.switches.items()
             if r.value is not None and r.source != "user"
         }
-        return dict(self.extra_env) | chosen
+        tables = {k: v for d in self.tuning.values() for k, v in d.engine_env.items()}
+        return dict(self.extra_env) | tables | chosen
 
     def engine_args(self) -> list[str]:
         """The arguments the engine gets after the user's own: every argument value strata
@@ -235,19 +239,22 @@ def _undeclared(
 ) -> list[str]:
     """Warnings for STRATA_* variables that no switch of this card's build has."""
     owners = {s.name: p for p, declared in manager.switch_declarations() for s in declared}
+    documented = page_variables()
     warnings = []
     for where, names in (("the environment", user), (config_name, config_env)):
         for name in sorted(names):
-            known = name in switches or name in CONTROL_VARIABLES or name in SETUP_VARIABLES
-            if not name.startswith("STRATA_") or known:
+            if not name.startswith("STRATA_") or name in switches or name in CONTROL_VARIABLES:
                 continue
             if name in owners:
-                warnings.append(
-                    f"{name} (set in {where}) is read only by the {owners[name]} "
-                    f"build; {plugin} does not read it"
+                note: str | None = (
+                    f"is read only by the {owners[name]} build; {plugin} does not read it"
                 )
+            elif name in documented:
+                note = undeclared_note(name, plugin)
             else:
-                warnings.append(f"{name} (set in {where}) is no switch that strata knows")
+                note = "is no switch that strata knows"
+            if note:
+                warnings.append(f"{name} (set in {where}) {note}")
     return warnings
 
 

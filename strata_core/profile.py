@@ -8,25 +8,27 @@ from pathlib import Path
 import attrs
 
 from .answer_cache import Recorder
+from .context import ram_bytes
 from .errors import StrataError
 from .records import Workload
 
 DEFAULT = Path(__file__).resolve().parent / "profiles" / "default.toml"
+GIB = 1 << 30
 
 
 def _structure(raw: dict, path: Path) -> Workload:
-    """A profile whose every key is a Workload field with a value of the field's type is
-    read by attrs alone (every plan reads the shipped one, and cattrs costs more to import
-    than to use); any other by cattrs, which says what is wrong."""
+    """A profile whose every key is a Workload field with a value of the field's type, every
+    count positive, is read by attrs alone (every plan reads the shipped one, and cattrs
+    costs more to import than to use); any other by cattrs, which says what is wrong."""
     fields = attrs.fields_dict(Workload)
-    if all(k in fields and type(v) is type(fields[k].default) for k, v in raw.items()):
+    if all(
+        k in fields
+        and type(v) is type(fields[k].default)
+        and not (isinstance(v, int) and v <= 0)
+        for k, v in raw.items()
+    ):
         return Workload(**raw)
-    import cattrs
-
-    try:
-        return cattrs.Converter(forbid_extra_keys=True).structure(raw, Workload)
-    except cattrs.BaseValidationError as exc:
-        raise StrataError(f"{path}: {cattrs.transform_error(exc, path='profile')[0]}") from None
+    return _structure_strictly(raw, path)
 
 
 def load(path: Path | None = None, recorder: Recorder | None = None) -> Workload:
@@ -40,19 +42,6 @@ def load(path: Path | None = None, recorder: Recorder | None = None) -> Workload
     except tomllib.TOMLDecodeError as exc:
         raise StrataError(f"{path}: not valid TOML: {exc}") from None
     workload = _structure(raw, path)
-    for name in (
-        "hidden",
-        "ffn",
-        "experts",
-        "experts_per_token",
-        "context_cells",
-        "cells_kept",
-        "prompt_tokens",
-        "prompt_queries",
-        "gpu_read_bytes",
-    ):
-        if getattr(workload, name) <= 0:
-            raise StrataError(f"{path}: {name} must be positive")
     if workload.hidden % 32:
         raise StrataError(f"{path}: hidden must be a multiple of 32 (Q8_0 blocks)")
     if (
@@ -62,4 +51,53 @@ def load(path: Path | None = None, recorder: Recorder | None = None) -> Workload
         raise StrataError(
             f"{path}: experts_per_token and cells_kept must fit in experts and context_cells"
         )
+    need, ram = memory_bytes(workload), ram_bytes(recorder or Recorder())
+    if ram is not None and need > ram:
+        raise StrataError(
+            f"{path}: the workload takes about {need / GIB:.0f} GiB of memory, more than this "
+            f"machine's {ram / GIB:.1f} GiB"
+        )
     return workload
+
+
+def _positive_int(value: object, _: type) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"expected an integer, got {value!r}")
+    if value <= 0:
+        raise ValueError(f"expected a positive integer, got {value!r}")
+    return value
+
+
+def _text(value: object, _: type) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"expected text, got {value!r}")
+    return value
+
+
+def _structure_strictly(raw: dict, path: Path) -> Workload:
+    """Every field of its own type, every count positive: one line naming the first that is
+    not."""
+    import cattrs
+
+    converter = cattrs.Converter(forbid_extra_keys=True)
+    converter.register_structure_hook(int, _positive_int)
+    converter.register_structure_hook(str, _text)
+    try:
+        return converter.structure(raw, Workload)
+    except cattrs.ClassValidationError as exc:
+        named, _ = exc.group_exceptions()
+        for error, note in named:
+            raise StrataError(f"{path}: {note.name}: {error}") from None
+        first = cattrs.transform_error(exc, path="profile")[0]
+        raise StrataError(f"{path}: {first}") from None
+
+
+def memory_bytes(w: Workload) -> int:
+    """About the host memory the workload's arrays take: the expert matrix (FP32, then Q8_0)
+    and the prompt GEMM's weights, the prompt's activations, outputs and router logits, and
+    the scores of the top-k."""
+    return (
+        9 * w.ffn * w.hidden
+        + 4 * w.prompt_tokens * (w.hidden + 2 * w.ffn + w.experts)
+        + 4 * w.context_cells
+    )

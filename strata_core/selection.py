@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 import attrs
 
 from .claims import Assignment
+from .digits import is_digits
 from .errors import StrataError
 from .records import Device
 
@@ -54,7 +55,7 @@ def parse_roles(text: str) -> dict[int, str]:
     roles: dict[int, str] = {}
     for item in text.split(","):
         index, _, role = item.partition("=")
-        if not index.strip().isdecimal() or role.strip() not in ROLES:
+        if not is_digits(index.strip()) or role.strip() not in ROLES:
             raise StrataError(f"--gpu-roles {text}: expected N=main or N=helper, got {item!r}")
         if int(index) in roles:
             raise StrataError(f"--gpu-roles {text}: device {int(index)} is named twice")
@@ -103,13 +104,15 @@ def choose(
     if choice.gpu is not None:
         return _explicit(visible, (choice.gpu,), {}, f"--gpu from {choice.source}", numbering)
     if choice.gpus == "all":
-        ranked = sorted(usable, key=lambda i: (-(usable[i].device.vram_bytes or 0), i))
+        discrete = [i for i in usable if not usable[i].device.integrated]
+        pool = discrete or list(usable)
+        ranked = sorted(pool, key=lambda i: (-(usable[i].device.vram_bytes or 0), i))
         return _finish(
             tuple(ranked),
             {},
             f"every card a plugin runs, most VRAM first ({choice.source})",
             visible,
-            (),
+            _integrated_skipped(usable, discrete, numbering),
         )
     if isinstance(choice.gpus, tuple) and choice.gpus:
         return _explicit(visible, choice.gpus, {}, f"--gpus from {choice.source}", numbering)
@@ -129,16 +132,23 @@ def _automatic(
     discrete = [i for i, a in usable.items() if not a.device.integrated]
     pool = discrete or list(usable)
     best = max(pool, key=lambda i: (usable[i].device.vram_bytes or 0, -i))
-    notes = passed_over + tuple(
+    notes = passed_over + _integrated_skipped(usable, discrete, numbering)
+    kind = "discrete card" if discrete else "integrated GPU (no discrete card can run)"
+    among = f" of the {len(pool)} a plugin runs" if len(pool) > 1 else " a plugin runs"
+    reason = f"the {kind} with the most VRAM{among}" if len(pool) > 1 else f"the only {kind}{among}"
+    return _finish((best,), {}, reason, visible, notes)
+
+
+def _integrated_skipped(
+    usable: Mapping[int, Assignment], discrete: Sequence[int], numbering: str
+) -> tuple[str, ...]:
+    """AMD_HIP.md: "Integrated Radeon GPUs are listed as not supported" beside a discrete card."""
+    return tuple(
         f"integrated {a.device.name} ({numbering} {i}, {a.device.gfx}) skipped: "
         "a discrete card can run"
         for i, a in usable.items()
         if discrete and a.device.integrated
     )
-    kind = "discrete card" if discrete else "integrated GPU (no discrete card can run)"
-    among = f" of the {len(pool)} a plugin runs" if len(pool) > 1 else " a plugin runs"
-    reason = f"the {kind} with the most VRAM{among}" if len(pool) > 1 else f"the only {kind}{among}"
-    return _finish((best,), {}, reason, visible, notes)
 
 
 def _explicit(

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
+from .digits import is_digits
 from .records import Device, RunContext
 
 #: Placeholders in ``Switch.values`` for free-form values of a type.
@@ -51,7 +52,7 @@ class Switch:
         value = value.strip()
         return any(
             value == allowed
-            or (allowed == INTEGER and value.isdecimal())
+            or (allowed == INTEGER and is_digits(value))
             or (allowed == NUMBER and _NUMBER.match(value) is not None)
             or (allowed == PATH and value != "")
             for allowed in self.values

@@ -1,20 +1,26 @@
-"""`strata-core tune` (calibrate the host backend and write a table) and
-`strata-core table check` (validate tables)."""
+"""`strata-core tune`: calibrate a card's or the host backend's GEMMs and write a table, or
+measure the calibratable switches (--switches)."""
 
 from __future__ import annotations
 
 import argparse
 import difflib
 import json
+import math
+import os
+import re
 import sys
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 
 from . import log
+from .digits import is_digits
 from .errors import StrataError
 from .files import write_atomic
-from .tuning.tables import HOST, TableError, read, render
+from .table_command import lookup_note
+from .tuning import tables
+from .tuning.tables import HOST, OP_PATTERN, TableError, parse, render
 
 
 def parse_case(text: str) -> tuple:
@@ -22,14 +28,37 @@ def parse_case(text: str) -> tuple:
     parts = text.split(",")
     if (
         len(parts) != 5
-        or not all(p.isdecimal() and int(p) > 0 for p in (parts[0], *parts[2:4]))
+        or not all(is_digits(p) and int(p) > 0 for p in (parts[0], *parts[2:4]))
         or parts[4] not in ("f32", "f16")
     ):
         raise StrataError(
             f"--case {text}: expected T,op,N,K,dtype with dtype f32 or f16, "
             "such as 512,gate_up,8192,2048,f32"
         )
+    if not re.fullmatch(OP_PATTERN, parts[1]):
+        raise StrataError(
+            f"--case {text}: op must be a lower-case name such as gate_up, got {parts[1]!r}"
+        )
     return int(parts[0]), parts[1], int(parts[2]), int(parts[3]), parts[4]
+
+
+def parse_cases(texts: list[str]) -> list[tuple]:
+    """The --case list, each shape once (a table has one row a shape)."""
+    cases: dict[tuple, str] = {}
+    for text in texts:
+        case = parse_case(text)
+        if case in cases:
+            raise StrataError(f"--case {text} is given twice; a table has one row a shape")
+        cases[case] = text
+    return list(cases)
+
+
+def table_min_gain(given: float | None) -> float:
+    if given is None:
+        return tables.MIN_GAIN
+    if not (math.isfinite(given) and given >= 1):
+        raise StrataError(f"--min-gain {given}: a number of at least 1")
+    return given
 
 
 def run_tune(args: argparse.Namespace, env: Mapping[str, str]) -> int:
@@ -37,10 +66,8 @@ def run_tune(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         return run_switch_trials(args, env)
     if args.repeats < 3:
         raise StrataError(f"--repeats {args.repeats}: at least 3, for a median")
-    min_gain = 1.05 if args.min_gain is None else args.min_gain
-    if min_gain < 1:
-        raise StrataError(f"--min-gain {args.min_gain}: at least 1")
-    cases = [parse_case(c) for c in args.case] if args.case else None
+    min_gain = table_min_gain(args.min_gain)
+    cases = parse_cases(args.case) if args.case else None
     tokens = parse_tokens(args.tokens) if args.tokens else None
     plan = None if args.host else card_plan(args, env)
     if plan is not None:
@@ -54,45 +81,53 @@ def run_tune(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 
 def parse_tokens(text: str) -> list[int]:
-    try:
-        tokens = [int(t) for t in text.split(",")]
-    except ValueError:
-        tokens = []
+    parts = text.split(",")
+    tokens = [int(t) for t in parts] if all(is_digits(t) for t in parts) else []
     if not tokens or min(tokens) <= 0:
         raise StrataError(f"--tokens {text}: expected token counts such as 256,512")
+    twice = next((t for i, t in enumerate(tokens) if t in tokens[:i]), None)
+    if twice is not None:
+        raise StrataError(f"--tokens {text}: {twice} is given twice; a table has one row a shape")
     return tokens
 
 
-def table_target(output: Path | None, env: Mapping[str, str], name: str) -> Path:
-    """Where a calibration writes the table named ``name``: --output (a folder, or a file of
-    that name), else the first of $STRATA_TUNING_DIR, else the data folder."""
+def table_target(output: str | None, env: Mapping[str, str], name: str) -> Path:
+    """Where a calibration writes the table named ``name``: --output (a folder where it is
+    one or ends in a slash, else a file of any name), else the first of $STRATA_TUNING_DIR,
+    else the data folder."""
     from .tuning.lookup import data_dir
 
     if output is None:
         folder = (
-            Path(env["STRATA_TUNING_DIR"].split(":")[0])
+            Path(env["STRATA_TUNING_DIR"].split(os.pathsep)[0])
             if env.get("STRATA_TUNING_DIR")
             else data_dir(env)
         )
         return folder / name
-    if output.is_dir():
-        return output / name
-    if output.name != name:
+    if output.endswith(os.sep) or Path(output).is_dir():
+        return Path(output) / name
+    return Path(output)
+
+
+def write_table(target: Path, text: str, taken_by: str) -> int:
+    """Write a calibrated table, which must be one that ``table check`` takes."""
+    try:
+        table = parse(text, target)
+    except TableError as error:
+        sys.stdout.write(text)
         raise StrataError(
-            f"--output {output}: the lookup takes this table only as {name}; "
-            "name the file so, or give its folder"
-        )
-    return output
-
-
-def write_table(target: Path, text: str, rows: int, tuned: int, taken_by: str) -> int:
+            f"tune: the measured table is refused ({error.problems[0]}); it is on stdout, "
+            "nothing was written"
+        ) from None
     try:
         write_atomic(target, text)
     except StrataError:
         sys.stdout.write(text)
         log.warning("tune: the table could not be written; it is on stdout instead")
         raise
-    log.info(f"tune: wrote {rows} rows ({tuned} tuned) to {target}{taken_by}")
+    tuned = sum(row.tuned for row in table.rows)
+    how = lookup_note(target, table) or taken_by
+    log.info(f"tune: wrote {len(table.rows)} rows ({tuned} tuned) to {target}{how}")
     return 0
 
 
@@ -115,8 +150,7 @@ def tune_host(
     table, _ = calibrate(
         tunable, args.repeats, min_gain, lambda line: log.info(line, kind="progress")
     )
-    tuned = sum(row.tuned for row in table.rows)
-    return write_table(target, render(table), len(table.rows), tuned, "")
+    return write_table(target, render(table), "")
 
 
 def card_plan(args: argparse.Namespace, env: Mapping[str, str]):
@@ -196,37 +230,10 @@ def tune_card(
             f"{answer['version']}, not the {plan.device.gfx} {version.version} probed before; "
             "nothing written"
         )
-    tuned = sum(case["solution"] != "default" for case in answer["cases"])
     taken_by = (
         "" if path.library == "rocblas" else f"; STRATA_{path.library.upper()}_TABLE=on takes it"
     )
-    return write_table(target, answer["table"], len(answer["cases"]), tuned, taken_by)
-
-
-def run_table_check(args: argparse.Namespace) -> int:
-    failed = False
-    for path in args.files:
-        try:
-            table = read(path)
-        except TableError as error:
-            failed = True
-            for problem in error.problems:
-                print(problem)
-            continue
-        name = table.kind.file_name(table.arch, table.version)
-        if path.name != name:
-            failed = True
-            print(
-                f"{path}: its header names {table.kind.magic} {table.arch} {table.version}, "
-                f"so the lookup takes it only as {name}"
-            )
-            continue
-        tuned = sum(row.tuned for row in table.rows)
-        print(
-            f"{path}: ok: {table.kind.library} table for {table.arch}, version "
-            f"{table.version}, {len(table.rows)} rows ({tuned} tuned)"
-        )
-    return 1 if failed else 0
+    return write_table(target, answer["table"], taken_by)
 
 
 def host_run(args: argparse.Namespace, env: Mapping[str, str], config: Path | None):
@@ -253,13 +260,13 @@ def run_switch_trials(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from .host.library import HostLibrary
     from .host.plugin import host_device, strata_select_kernels
     from .records import RunContext
-    from .tuning.switch_trials import MIN_GAIN, TRIALS, TrialResult, alternate, verdict
+    from .tuning.switch_trials import MIN_GAIN, ROUNDS, TRIALS, TrialResult, alternate, verdict
 
     min_gain = MIN_GAIN if args.min_gain is None else args.min_gain
     budget = 10.0 if args.budget is None else args.budget
-    if min_gain <= 1:
+    if not (math.isfinite(min_gain) and min_gain > 1):
         raise StrataError(f"--min-gain {args.min_gain}: above 1 (1.03 is 3%)")
-    if not budget > 0:
+    if not (math.isfinite(budget) and budget > 0):
         raise StrataError(f"--budget {args.budget}: a positive number of seconds")
     workload = profile.load(args.profile)
     context = RunContext(os=args.os or this_os(), kv_streaming=args.kv_streaming)
@@ -312,13 +319,16 @@ def run_switch_trials(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             )
             continue
         call = calls[trial.op]
-        measured = alternate(
-            partial(call, pick[False]),
-            partial(call, pick[True]),
-            args.repeats,
-            min_gain,
-            budget,
-        )
+        measured = [
+            alternate(
+                partial(call, pick[False]),
+                partial(call, pick[True]),
+                args.repeats,
+                min_gain,
+                budget / ROUNDS,
+            )
+            for _ in range(ROUNDS)
+        ]
         results.append(verdict(trial, measured, min_gain))
     for result in results:
         log.info(f"tune: {result.reason}", kind="switch", kept=result.keep)
@@ -326,13 +336,14 @@ def run_switch_trials(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if not won:
         log.info(f"tune: nothing to write into {path}")
         return 0
-    old, new = with_env(path, won)
+    old, new = with_env(path, won, HOST_MEASURED)
     if args.dry_run:
         sys.stdout.writelines(
             difflib.unified_diff(
                 old.splitlines(keepends=True), new.splitlines(keepends=True), str(path), str(path)
             )
         )
+        log.info(f"tune: --dry-run: the change to {path} is on stdout; nothing was written")
         return 0
     try:
         write_atomic(path, new)
@@ -340,13 +351,21 @@ def run_switch_trials(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         sys.stdout.writelines(f"{name} = {value!r}\n" for name, value in won.items())
         log.warning(f"tune: the winners could not be written; put them in {path}'s [env]")
         raise
-    log.info(f"tune: wrote {', '.join(f'{k}={v}' for k, v in won.items())} into {path}")
+    log.info(
+        f"tune: wrote {', '.join(f'{k}={v}' for k, v in won.items())} into {path}, measured on "
+        "the host backend (CPU), not on a GPU"
+    )
     return 0
 
 
-def with_env(path: Path, values: Mapping[str, str]) -> tuple[str, str]:
+#: what a TOML run config says beside a switch that tune --switches wrote
+HOST_MEASURED = "strata-core tune --switches: measured on the host backend (CPU), not on a GPU"
+
+
+def with_env(path: Path, values: Mapping[str, str], note: str = "") -> tuple[str, str]:
     """The run config's text before and after setting ``values`` in its env, everything else
-    kept: comments, order and formatting (tomlkit), or the server JSON's keys in order."""
+    kept: comments, order and formatting (tomlkit), or the server JSON's keys in order. A TOML
+    config gets ``note`` as each new value's comment (JSON has no comments)."""
     import tomlkit
 
     old = path.read_text(encoding="utf-8") if path.is_file() else ""
@@ -359,5 +378,8 @@ def with_env(path: Path, values: Mapping[str, str]) -> tuple[str, str]:
         document["env"] = tomlkit.table()
     table = document["env"]
     for name, value in values.items():
-        table[name] = value  # type: ignore[index]
+        item = tomlkit.string(value)
+        if note:
+            item.comment(note)
+        table[name] = item  # type: ignore[index]
     return old, tomlkit.dumps(document)

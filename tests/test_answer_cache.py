@@ -107,3 +107,20 @@ def test_the_cache_keeps_a_bounded_size_and_evicts_the_oldest(cached, tmp_path):
     left = set(folder.glob("answer-*.marshal"))
     assert old not in left and marked in left and len(left) == 2
     assert sum(p.stat().st_size for p in left) <= answer_cache.MAX_BYTES
+
+
+@pytest.mark.parametrize("fault", ["entry is a folder", "write fails"])
+def test_a_store_that_fails_leaves_no_temporary_file(tmp_path, monkeypatch, fault):
+    env = {"STRATA_CACHE_DIR": str(tmp_path)}
+    argv = ["plan", "--json"]
+    entry = answer_cache._entry_path(answer_cache._key(argv, env), env)
+    if fault == "entry is a folder":
+        os.makedirs(entry)
+    else:
+
+        def full(*_):
+            raise OSError(27, "File too large")
+
+        monkeypatch.setattr(answer_cache.marshal, "dump", full)
+    answer_cache.store(argv, env, "out", "", answer_cache.Recorder())
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]

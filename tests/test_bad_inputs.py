@@ -39,6 +39,7 @@ def _prepare(case: dict, tmp: Path) -> None:
         with open(tmp / name, "a", encoding="utf-8") as handle:
             handle.write(how["text"] * how["times"])
     for name, data in case.get("binary", {}).items():
+        (tmp / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp / name).write_bytes(bytes.fromhex(data))
     for name in case.get("fifos", []):
         (tmp / name).unlink(missing_ok=True)
@@ -52,17 +53,25 @@ def _prepare(case: dict, tmp: Path) -> None:
 def test_bad_input(case, env, tmp_path):
     _prepare(case, tmp_path)
     want = _fill(case, tmp_path)
-    limit = want.get("fsize")
+    limit, stdout_to = want.get("fsize"), want.get("stdout_to")
+
+    def child_setup() -> None:
+        if limit:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        if stdout_to == "closed":
+            os.close(1)
+        elif stdout_to:
+            os.dup2(os.open(stdout_to, os.O_WRONLY), 1)
+
     result = subprocess.run(
         [sys.executable, "-m", "strata_core", *want["args"]],
         env=env | want.get("env", {}),
         capture_output=True,
         text=True,
+        input=want.get("stdin", ""),
         timeout=120,
         cwd=tmp_path,
-        preexec_fn=(lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)))
-        if limit
-        else None,
+        preexec_fn=child_setup,
     )
     assert "Traceback" not in result.stderr
     assert result.returncode == want["status"], result.stderr

@@ -151,7 +151,10 @@ def test_gpu_choices_are_never_overridden(machine):
         "cards of two families (RDNA3, RDNA4) need a system ROCm 7: AMD's wheels hold one family",
     )
     every = plan(machine, gpus, DeviceChoice(gpus="all"))[2]
-    assert every.indices == (2, 1, 0)
+    assert every.indices == (2, 1)  # "Every supported card"; integrated ones are not
+    assert (
+        "integrated Radeon 780M / Radeon 760M (HIP 0, gfx1103) skipped: a discrete card can run"
+    ) in every.notes
     roles = plan(machine, gpus, DeviceChoice(roles={1: "main", 2: "helper"}))[2]
     assert roles.indices == (2, 1) and roles.roles == {1: "main", 2: "helper"}
 

@@ -4,7 +4,12 @@ architecture and records launches, built once computing nothing and once computi
 HIP source run on CPU threads (tests/fixtures/hip_emulation.cpp), and made to crash or hang."""
 
 import json
+import os
+import signal
 import struct
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -290,3 +295,71 @@ def test_a_bad_run_timeout_is_one_line(env, tmp_path, value):
     assert result.stderr.splitlines()[-1] == (
         f"strata-core: STRATA_RUN_TIMEOUT={value}: expected a positive number of seconds"
     )
+
+
+def test_a_runtime_that_hangs_at_its_first_call_gets_the_probes_limit(stand_in, env, tmp_path):
+    """The first contact with a runtime takes the probe's limit, not the whole run's."""
+    root = write_sysfs(tmp_path, [R9700])
+    carried = env | {
+        "STRATA_HIP_LIBRARY": stand_in,
+        "STAND_IN_FAULT": "hang-count",
+        "STRATA_HIP_PROBE_TIMEOUT": "2",
+        "STRATA_RUN_TIMEOUT": "600",
+    }
+    result = strata_core("run", "--json", "--profile", str(TINY), "--sysfs", str(root), env=carried)
+    assert (
+        "strata-core: the GPU run (HIP runtime libamdhip64.so.7) gave no answer within 2 s of "
+        "its first call to the runtime (STRATA_HIP_PROBE_TIMEOUT sets the limit); the host "
+        "backend runs the workload"
+    ) in result.stderr.splitlines()
+    assert json.loads(result.stdout)["backend"] == "host"
+
+
+def _gpu_children(marker: str) -> list[int]:
+    """The processes whose command line names ``marker`` (the run's temporary folder)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"strata_core.run.gpu_child" in command and marker.encode() in command:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize(("signal_name", "status"), [("SIGINT", 130), ("SIGTERM", 143)])
+def test_a_stopped_run_ends_its_gpu_child_and_leaves_no_folder(
+    stand_in, env, tmp_path, signal_name, status
+):
+    root = write_sysfs(tmp_path / "sys", [R9700])
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    carried = env | {
+        "STRATA_HIP_LIBRARY": stand_in,
+        "STAND_IN_FAULT": "hang-count",
+        "STRATA_HIP_PROBE_TIMEOUT": "600",
+        "STRATA_RUN_TIMEOUT": "600",
+        "TMPDIR": str(scratch),
+    }
+    parent = subprocess.Popen(
+        [sys.executable, "-m", "strata_core", "run", "--profile", str(TINY), "--sysfs", str(root)],
+        env=carried, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not _gpu_children(str(scratch)) and time.monotonic() < deadline:
+            assert parent.poll() is None
+            time.sleep(0.05)
+        assert _gpu_children(str(scratch))
+        parent.send_signal(getattr(signal, signal_name))
+        assert parent.wait(timeout=60) == status
+        left = _gpu_children(str(scratch))
+    finally:
+        for pid in _gpu_children(str(scratch)):
+            os.kill(pid, signal.SIGKILL)
+        parent.kill()
+        _, said = parent.communicate()
+    assert "Traceback" not in said
+    assert not left
+    assert not list(scratch.iterdir())

@@ -201,6 +201,29 @@ def test_gpus_names_cuda_devices_when_the_cuda_backend_runs(nvidia_tree, env, st
     )
 
 
+@pytest.mark.parametrize(
+    ("fault", "said"),
+    [
+        ("handle-fails", "nvmlDeviceGetHandleByIndex(0): Unknown Error (999)"),
+        ("huge-memory", "device 0: 18446744073709551615 bytes of memory; expected up to 1 PiB"),
+    ],
+)
+def test_a_driver_that_misbehaves_is_one_line_and_one_card(
+    nvidia_tree, env, stand_in, with_driver, fault, said
+):
+    """A card NVML cannot open is said once and no card "at None"; a memory size past 1 PiB
+    (the KFD reader's cap) is no size and never the most VRAM."""
+    result = run("devices", "--json", "--sysfs", str(nvidia_tree),
+                 env=with_driver(env, stand_in, STAND_IN_FAULT=fault))  # fmt: skip
+    answer = json.loads(result.stdout)
+    nvidia = [d for d in answer["devices"] if d["pci"] == PCI]
+    assert len(nvidia) == 1 and "None" not in (nvidia[0]["name"] or "")
+    problems = [w for w in answer["warnings"] if "NVML" in w]
+    assert len(problems) == 1 and said in problems[0], problems
+    if fault == "huge-memory":
+        assert nvidia[0]["vram_bytes"] is None
+
+
 A100_MIGS = "MIG-a100aaaa-0001:10+MIG-a100aaaa-0002:20"
 TWO_CARDS = (
     "NVIDIA H200,00000000:41:00.0,9.0,141,GPU-aaaa1111-0000-0000;"

@@ -1,16 +1,19 @@
 """Rules of reference/AMD_HIP.md that the plan once got wrong, each against the page's words."""
 
 import json
+import re
 from functools import partial
 from pathlib import Path
 
 import pytest
 from cli_runner import strata_core
 
+from strata_core.core_switches import page_variables
 from strata_core.kernels import topk_choice
 from strata_core.testing.distributions import write_distribution
-from strata_core.testing.sysfs import R9700, RADEON_780M, fake_gpu, write_sysfs
+from strata_core.testing.sysfs import R9700, RADEON_780M, RX_7900_XTX, fake_gpu, write_sysfs
 from strata_core.tuning.switch_trials import TRIALS
+from strata_core.tuning.tables import KINDS
 
 FIXTURES = Path(__file__).parent / "fixtures/tables"
 TINY = Path(__file__).parent / "fixtures/profiles/tiny.toml"
@@ -209,7 +212,7 @@ def test_hip_ordinal_is_read_and_never_overridden(env, tmp_path):
     assert (answer["device"]["index"], answer["device"]["gfx"]) == (0, "gfx1103")
     devices = json.loads(strata_core("devices", "--json", *chosen, env=env).stdout)
     assert devices["selected"] == [0]
-    assert devices["selection_reason"] == "--gpu from the run config's hip_ordinal"
+    assert devices["selection_reason"] == f"--gpu from {config}'s hip_ordinal"
     config.write_text(json.dumps({"gpu": 1, "hip_ordinal": 0}))
     refused = strata_core("plan", *chosen, env=env, check=False)
     assert refused.returncode == 2
@@ -334,3 +337,80 @@ def test_explain_topk_stream_in_the_pages_words(env):
         "  meaning: =0 runs the register kernel in the 90K-135K band, where a prompt read runs "
         "the wide one from about 90K cells"
     ) in out.stdout.splitlines()
+
+
+# The page itself, copied (tests read nothing outside the repository): every STRATA_ variable
+# it names is known to strata, from one table (core_switches), and nothing else is.
+PAGE = (Path(__file__).parent / "fixtures/reference/AMD_HIP.md").read_text(encoding="utf-8")
+
+
+def test_the_known_variables_are_the_pages():
+    on_page = set(re.findall(r"STRATA_[A-Z0-9_]+", PAGE)) - {k.magic for k in KINDS.values()}
+    assert on_page == set(page_variables())
+
+
+def test_each_variable_is_named_in_the_section_its_row_gives():
+    sections = {section for section, _ in page_variables().values()}
+    assert {s for s in sections if s not in PAGE} == set()
+
+
+ENGINE_ONLY = (
+    "STRATA_COLD_TRACE", "STRATA_SCORES_THREAD_TRACE", "STRATA_DECODE_TIMING",
+    "STRATA_GDN_REC_HEADS", "STRATA_ARENA_PIN_GIB", "STRATA_PREFILL_CPU_SHARE",
+    "STRATA_PIPED_CONCURRENT", "STRATA_PREFILL_STREAM_MIN", "STRATA_IO_THREADS",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("gfx", ["gfx1201", "gfx1030", "gfx906", "gfx1103"])
+def test_every_documented_variable_is_known_to_the_plan_whatever_the_card(env, gfx):
+    given = dict.fromkeys(ENGINE_ONLY, "1") | {"STRATA_CUBLASLT_LIBRARY": "/no/libcublasLt.so"}
+    answer = json.loads(plan("--device", gfx, env=env | given).stdout)
+    assert not [w for w in answer["warnings"] if "strata knows" in w or "STRATA_CUBLAS" in w]
+    assert all(answer["engine_env"].get(name) is None for name in given)  # the engine sees them
+
+
+def test_a_build_option_in_the_environment_is_said_to_be_one(env):
+    answer = json.loads(plan("--device", "gfx1201", env=env | {"STRATA_ENABLE_HIP": "ON"}).stdout)
+    assert (
+        "STRATA_ENABLE_HIP (set in the environment) is a CMake option of the engine's build "
+        "(AMD_HIP.md, Build), not read when it runs"
+    ) in answer["warnings"]
+
+
+def test_the_780m_is_not_supported_on_windows(env):
+    """ "Phoenix / Hawk Point (780M / 760M) is not supported on Windows; on Linux it has an
+    opt-in build"."""
+    on = {os: json.loads(strata_core("plan", "--json", "--os", os, "--device", "gfx1103",
+                                     "--integrated", env=env).stdout)["device"]["status"]
+          for os in ("linux", "windows")}  # fmt: skip
+    assert on == {"linux": "opt-in build", "windows": "not supported on Windows"}
+
+
+def test_a_split_takes_only_a_package_that_covers_every_chosen_card(env, tmp_path):
+    """ "pick the package whose GPU code covers the card ... A package whose GPU code does not
+    cover the card is refused with one line that names the card family": Windows rx9070 has
+    no gfx1100 code, rdna3 no gfx1201."""
+    root = write_sysfs(tmp_path / "sys", [RX_7900_XTX, R9700])
+    answer = json.loads(
+        strata_core("plan", "--json", "--os", "windows", "--sysfs", str(root), "--gpus", "all",
+                    env=env).stdout
+    )  # fmt: skip
+    assert len(answer["selected"]) == 2 and answer["package"] is None
+    assert (
+        "no ready-made Windows engine package carries GPU code for every chosen card: rdna3 "
+        "has none for the RDNA4 card RX 9070 / RX 9070 XT / Radeon AI PRO R9700 (gfx1201); "
+        "build the engine from source"
+    ) in answer["warnings"]
+    one = json.loads(strata_core("plan", "--json", "--os", "windows", "--sysfs", str(root),
+                                 env=env).stdout)  # fmt: skip
+    assert (one["selected"], one["package"]) == ([1], "rx9070")  # the R9700 alone
+
+
+def test_gpus_all_is_every_supported_card_and_no_integrated_one(env, tmp_path):
+    """ "--gpus all  Every supported card, most VRAM first"; "Integrated Radeon GPUs are listed
+    as not supported"."""
+    root = write_sysfs(tmp_path / "sys", [RADEON_780M, R9700])
+    answer = json.loads(
+        strata_core("devices", "--json", "--sysfs", str(root), "--gpus", "all", env=env).stdout
+    )
+    assert [d["gfx"] for d in answer["devices"] if d["selected"]] == ["gfx1201"]

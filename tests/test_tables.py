@@ -114,6 +114,10 @@ ROW = "512 4096 2048 bf16 qkv 56537 410.50 120.25\n"
         ),
         (ROW + "512 4096 x bf16 o default 1 1\n", "t.txt:4: K must be a positive integer, got 'x'"),
         (
+            ROW + "\uff15\uff11\uff12 4096 2048 bf16 o default 1 1\n",
+            "t.txt:4: T must be a positive integer, got '\uff15\uff11\uff12'",
+        ),
+        (
             ROW + "512 4096 2048 bf16 o fast 100 50\n",
             "t.txt:4: solution must be a hipBLASLt solution or 'default', got 'fast'",
         ),
@@ -164,12 +168,12 @@ def test_row_errors_name_their_line(text, expected):
         (HEAD.replace("100401", "1.4.1") + ROW, "t.txt:2: '1.4.1' is not a hipBLASLt version"),
         (
             HEAD.replace("columns=T,N,K,", "columns=T,K,N,") + ROW,
-            "t.txt:1: columns must be T,N,K,dtype,op,solution,default_us,best_us, got "
+            "t.txt:1: columns must be T,N,K,dtype,op,solution,default_us,best_us; got "
             "T,K,N,dtype,op,solution,default_us,best_us",
         ),
         (
             HEAD.replace("min_gain=1.05", "min_gain=0.9") + ROW,
-            "t.txt:1: min_gain must be a number of at least 1, got 0.9",
+            "t.txt:1: min_gain must be a number of at least 1, got '0.9'",
         ),
     ],
 )

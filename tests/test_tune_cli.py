@@ -13,7 +13,8 @@ from cli_runner import strata_core
 from strata_core import cli
 from strata_core import config as run_config
 from strata_core.files import write_atomic
-from strata_core.tune_command import run_tune, with_env
+from strata_core.errors import StrataError
+from strata_core.tune_command import run_tune, with_env, write_table
 from strata_core.tuning.switch_trials import TRIALS, Measured, alternate, verdict
 
 FIXTURES = Path(__file__).parent / "fixtures/tables"
@@ -87,6 +88,8 @@ def test_plan_takes_the_strix_halo_table(env, tmp_path):
     assert (
         "prefill gemm: hipBLASLt tuning enabled (3 rows, gfx1151, version 100401)" in answer["log"]
     )
+    # the engine is told where the table is: "point STRATA_HIPBLASLT_TUNING at it"
+    assert answer["engine_env"]["STRATA_HIPBLASLT_TUNING"] == table
 
 
 def test_the_run_config_turns_the_table_on(env, tmp_path):
@@ -140,6 +143,20 @@ def test_plan_for_rdna2_takes_the_rocblas_table(env, tmp_path):
     )
     assert answer["tuning"]["rocblas"]["used"] is True
     assert "rocBLAS tuning enabled (4 rows, gfx1030, version 5.6.0.8d1ae90e)" in answer["log"]
+    # "setup points the engine at the directory when a table for the architecture exists"
+    assert answer["engine_env"]["STRATA_ROCBLAS_TUNING"] == str(tmp_path)
+
+
+def test_a_table_the_user_names_is_not_named_again(env, tmp_path):
+    """engine_env holds what strata adds, never the user's own variable."""
+    shutil.copy(FIXTURES / "gfx1030-rocblas-5.6.0.8d1ae90e.txt", tmp_path)
+    for forced in (tmp_path, tmp_path / "gfx1030-rocblas-5.6.0.8d1ae90e.txt"):
+        answer = json.loads(
+            run("plan", "--json", "--device", "gfx1030", "--rocblas", "5.6.0.8d1ae90e",
+                env=env | {"STRATA_ROCBLAS_TUNING": str(forced)}).stdout
+        )  # fmt: skip
+        assert answer["tuning"]["rocblas"]["used"] is True
+        assert "STRATA_ROCBLAS_TUNING" not in answer["engine_env"]
 
 
 def test_switch_trials_write_only_winners_into_the_run_config(env, tmp_path, host_isa):
@@ -177,12 +194,12 @@ def test_switch_trials_write_only_winners_into_the_run_config(env, tmp_path, hos
             "this workload"
         )
     shape = r": \d+\.\d{3} -> \d+\.\d{3} ms, [+-]\d+\.\d% ± \d+\.\d% \(medians of \d+ pairs"
-    assert all(re.search(shape, said[s]) for s in measured)
+    assert all(re.search(f"{shape}.*; again {shape[2:]}", said[s]) for s in measured)
     assert said["STRATA_SH_STREAM"] == (
         "STRATA_SH_STREAM: only the engine on a GPU can measure it; the host backend has no "
         "such path"
     )
-    won = {s for s, line in said.items() if line.endswith(": written into the run config")}
+    won = {s for s, line in said.items() if line.endswith(": kept")}
     written = run_config.load(config)
     assert dict(written.env) == {"STRATA_HC_Q8": "0"} | {
         s: next(t.value for t in TRIALS if t.switch == s) for s in won
@@ -203,13 +220,26 @@ def test_a_switch_is_kept_only_past_the_min_gain_by_more_than_its_spread(
     ratio, spread, min_gain, keep
 ):
     trial = next(t for t in TRIALS if t.switch == "STRATA_TOPK_STREAM")
-    result = verdict(trial, fake_measure(ratio, spread), min_gain)
+    result = verdict(trial, [fake_measure(ratio, spread)] * 2, min_gain)
     assert result.keep == keep
-    assert result.reason.startswith(
-        f"STRATA_TOPK_STREAM=0: 1.000 -> {1 / ratio:.3f} ms, {(ratio - 1) * 100:+.1f}% ± "
-        f"{spread * 100:.1f}% (medians of 12 pairs in 1.0 s); "
+    said = (
+        f"1.000 -> {1 / ratio:.3f} ms, {(ratio - 1) * 100:+.1f}% ± {spread * 100:.1f}% "
+        "(medians of 12 pairs in 1.0 s)"
     )
-    assert result.reason.endswith(": written into the run config" if keep else ": left unset")
+    assert result.reason.startswith(f"STRATA_TOPK_STREAM=0: {said}; again {said}; ")
+    assert result.reason.endswith(": kept" if keep else ": left unset")
+
+
+def test_a_switch_is_kept_only_when_its_measurements_agree():
+    """The answer once flipped between runs: "+58.0% ± 63.8%" left unset where four other
+    runs kept the switch. One winning measurement is not enough."""
+    trial = next(t for t in TRIALS if t.switch == "STRATA_TOPK_STREAM")
+    result = verdict(trial, [fake_measure(1.5, 0.01), fake_measure(1.58, 0.638)], 1.03)
+    assert not result.keep
+    assert result.reason.endswith(
+        "; again 1.000 -> 0.633 ms, +58.0% ± 63.8% (medians of 12 pairs in 1.0 s); the "
+        "measurements disagree: left unset"
+    )
 
 
 def test_pairs_go_on_until_the_gain_is_clear():
@@ -265,19 +295,24 @@ def test_dry_run_shows_a_diff_and_writes_nothing(env, tmp_path, monkeypatch, cap
     )
     assert run_tune(args, env) == 0
     assert config.read_text() == '[env]\nSTRATA_HC_Q8 = "0"\n'
-    written = (
-        ['+STRATA_TOPK_OLD = "1"']
-        if host_isa == "baseline"
-        else ['+STRATA_HIP_ROUTER_OLD = "1"', '+STRATA_TOPK_OLD = "1"', '+STRATA_TOPK_STREAM = "0"']
-    )
-    assert capsys.readouterr().out.splitlines() == [
+    said = capsys.readouterr()
+    note = "# strata-core tune --switches: measured on the host backend (CPU), not on a GPU"
+    kept = [t for t in TRIALS if t.op is not None]
+    if host_isa == "baseline":
+        kept = [t for t in kept if t.switch == "STRATA_TOPK_OLD"]
+    assert [t for t in TRIALS if re.search(f"tune: {t.switch}={t.value}: .*: kept$", said.err, re.M)] == kept
+    assert said.out.splitlines() == [
         f"--- {config}",
         f"+++ {config}",
-        f"@@ -1,2 +1,{2 + len(written)} @@",
+        f"@@ -1,2 +1,{2 + len(kept)} @@",
         " [env]",
         ' STRATA_HC_Q8 = "0"',
-        *written,
+        *(f'+{t.switch} = "{t.value}" {note}' for t in kept),
     ]
+    assert "written" not in said.err.replace("nothing was written", "")
+    assert said.err.splitlines()[-1] == (
+        f"strata-core: tune: --dry-run: the change to {config} is on stdout; nothing was written"
+    )
 
 
 def test_sh_stream_is_never_measured_on_windows_with_kv_streaming(env, tmp_path):
@@ -308,25 +343,124 @@ def test_a_new_file_gets_the_umasks_mode(tmp_path):
     assert (tmp_path / "new.toml").stat().st_mode & 0o777 == 0o640
 
 
-def test_table_check_refuses_what_the_lookup_refuses(env, tmp_path):
-    """A table is found by its name, which must be what its header names."""
-    renamed = tmp_path / "gfx1151-hipblaslt-100500.txt"
+def test_table_check_takes_any_name_and_says_the_lookups(env, tmp_path):
+    """AMD_HIP.md: "--tuning-out table.txt ... Save it as tools/hip/<arch>-hipblaslt-<version>.txt
+    for setup, or point STRATA_HIPBLASLT_TUNING at it": a table under any name is good."""
+    renamed = tmp_path / "table.txt"
     shutil.copy(FIXTURES / "gfx1151-hipblaslt-100401.txt", renamed)
-    result = run("table", "check", str(renamed), env=env, check=False)
-    assert result.returncode == 1
+    result = run("table", "check", str(renamed), env=env)
     assert result.stdout == (
-        f"{renamed}: its header names STRATA_HIPBLASLT_TUNING_V1 gfx1151 100401, so the lookup "
-        "takes it only as gfx1151-hipblaslt-100401.txt\n"
+        f"{renamed}: ok: hipBLASLt table for gfx1151, version 100401, 3 rows (2 tuned); the "
+        "folder lookup takes it only as gfx1151-hipblaslt-100401.txt, STRATA_HIPBLASLT_TUNING "
+        "under any name\n"
     )
 
 
-def test_tune_writes_only_what_table_check_takes(env, tmp_path):
+def test_table_check_of_a_folder_checks_every_table_in_it(env, tmp_path):
+    for table in FIXTURES.iterdir():
+        shutil.copy(table, tmp_path)
+    (tmp_path / "README").write_text("not a table\n")
+    (tmp_path / "zz-broken.txt").write_text("# strata-tuning\n")
+    result = run("table", "check", str(tmp_path), env=env, check=False)
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        f"{tmp_path}/gfx1030-rocblas-5.6.0.8d1ae90e.txt: ok: rocBLAS table for gfx1030, "
+        "version 5.6.0.8d1ae90e, 4 rows (2 tuned)",
+        f"{tmp_path}/gfx1151-hipblaslt-100401.txt: ok: hipBLASLt table for gfx1151, "
+        "version 100401, 3 rows (2 tuned)",
+        f"{tmp_path}/zz-broken.txt:1: a table needs a comment line and an identity line "
+        "before its rows",
+    ]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    none = run("table", "check", str(empty), env=env, check=False)
+    assert (none.returncode, none.stdout) == (1, f"{empty}: no tables (*.txt) in this folder\n")
+
+
+def test_table_check_json(env, tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"\xa5\n")
+    good = FIXTURES / "gfx1151-hipblaslt-100401.txt"
+    result = run("table", "check", "--json", str(good), str(bad), env=env, check=False)
+    assert result.returncode == 1
+    assert json.loads(result.stdout) == {
+        "schema_version": 1,
+        "ok": False,
+        "tables": [
+            {
+                "path": str(good),
+                "ok": True,
+                "library": "hipBLASLt",
+                "arch": "gfx1151",
+                "version": "100401",
+                "rows": 3,
+                "tuned": 2,
+                "lookup_name": "gfx1151-hipblaslt-100401.txt",
+                "forced_by": "STRATA_HIPBLASLT_TUNING",
+                "problems": [],
+            },
+            {
+                "path": str(bad),
+                "ok": False,
+                "library": None,
+                "arch": None,
+                "version": None,
+                "rows": None,
+                "tuned": None,
+                "lookup_name": None,
+                "forced_by": None,
+                "problems": [f"{bad}:1: not UTF-8 text (byte 0); not a table"],
+            },
+        ],
+    }
+
+
+def test_tune_output_writes_any_file_name_and_says_how_it_is_taken(env, tmp_path):
     case = ("tune", "--case", "32,qkv,96,64,f32", "--repeats", "3")
-    refused = run(*case, "--output", str(tmp_path / "mine.txt"), env=env, check=False)
-    assert refused.returncode == 2 and refused.stderr.startswith(
-        f"strata-core: --output {tmp_path / 'mine.txt'}: the lookup takes this table only as "
-    )
-    assert not list(tmp_path.iterdir())
-    run(*case, "--output", str(tmp_path), env=env)
+    mine = tmp_path / "mine.txt"
+    result = run(*case, "--output", str(mine), env=env)
     (written,) = tmp_path.iterdir()
-    assert run("table", "check", str(written), env=env).stdout.startswith(f"{written}: ok: host")
+    assert written == mine
+    name = re.search(r"the folder lookup takes it only as (\S+\.txt)", result.stderr)
+    assert name and "-host-" in name[1], result.stderr
+    checked = run("table", "check", str(mine), env=env).stdout
+    assert checked.startswith(f"{mine}: ok: host") and name[1] in checked
+
+
+def test_tune_output_with_a_trailing_slash_is_a_folder(env, tmp_path):
+    folder = tmp_path / "new" / "tables"
+    run("tune", "--case", "32,qkv,96,64,f32", "--repeats", "3", "--output", f"{folder}/", env=env)
+    (written,) = folder.iterdir()
+    assert "-host-" in written.name
+    assert run("table", "check", str(folder), env=env).stdout.startswith(f"{written}: ok: host")
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (("--case", "32,qkv,96,64,f32", "--case", "32,qkv,96,64,f32"),
+         "--case 32,qkv,96,64,f32 is given twice; a table has one row a shape"),
+        (("--tokens", "64,64"), "--tokens 64,64: 64 is given twice; a table has one row a shape"),
+        (("--tokens", "\uff16\uff14"),
+         "--tokens \uff16\uff14: expected token counts such as 256,512"),
+        (("--case", "32,QKV,96,64,f32"),
+         "--case 32,QKV,96,64,f32: op must be a lower-case name such as gate_up, got 'QKV'"),
+        (("--case", "32,,96,64,f32"),
+         "--case 32,,96,64,f32: op must be a lower-case name such as gate_up, got ''"),
+        (("--min-gain", "nan"), "--min-gain nan: a number of at least 1"),
+        (("--switches", "--min-gain", "nan"), "--min-gain nan: above 1 (1.03 is 3%)"),
+    ],
+)  # fmt: skip
+def test_tune_refuses_what_table_check_would_refuse(env, tmp_path, args, line):
+    env = env | {"STRATA_TUNING_DIR": str(tmp_path)}
+    result = run("tune", "--repeats", "3", *args, env=env, check=False, cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (2, f"strata-core: {line}\n")
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_measured_table_that_table_check_refuses_is_not_written(tmp_path, capsys):
+    text = (FIXTURES / "gfx1151-hipblaslt-100401.txt").read_text()
+    target = tmp_path / "t.txt"
+    with pytest.raises(StrataError, match=r"the same shape as line 3\); it is on stdout"):
+        write_table(target, text + text.splitlines()[2] + "\n", "")
+    assert not target.exists() and capsys.readouterr().out.startswith("# strata-tuning")

@@ -1,19 +1,27 @@
 """Which table is taken and why, library versions, refusal counting, and calibration."""
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from strata_core import cli
 from strata_core.errors import StrataError
 from strata_core.host.tuning import HostGemmTunable
 from strata_core.resolve import Resolved
 from strata_core.tuning import versions
 from strata_core.tuning.calibrate import Case, calibrate, wall_clock
 from strata_core.tuning.dispatch import SolutionRefused, TunedDispatch
-from strata_core.tuning.lookup import decide_hipblaslt, decide_host, decide_rocblas, search_dirs
-from strata_core.tuning.tables import HOST, read, render
+from strata_core.tuning.lookup import (
+    decide_hipblaslt,
+    decide_host,
+    decide_rocblas,
+    find_table,
+    search_dirs,
+)
+from strata_core.tuning.tables import CUBLASLT, HIPBLASLT, HOST, ROCBLAS, read, render
 from strata_core.tuning.versions import LibraryVersion
 
 FIXTURES = Path(__file__).parent / "fixtures/tables"
@@ -387,3 +395,46 @@ def test_calibration_on_small_shapes_writes_a_table_the_lookup_takes(tmp_path):
     assert decision.loaded.rows == read(path).rows
     assert all(not o.rejected for o in outcomes)
     assert decision.log[0].startswith(f"host BLAS tuning enabled (2 rows, {tunable.arch}")
+
+
+@pytest.mark.parametrize("kind", [HIPBLASLT, ROCBLAS, CUBLASLT])
+def test_an_unknown_version_names_only_options_that_exist(kind):
+    reason = find_table(kind, "gfx1201", LibraryVersion(None, "no library"), []).reason
+    options = {a for action in cli._parser()._subparsers._group_actions[0].choices["plan"]._actions
+               for a in action.option_strings}  # fmt: skip
+    named = set(re.findall(r"--[a-z][a-z-]*", reason))
+    assert named <= options
+    assert named == ({f"--{kind.name}"} if kind is not CUBLASLT else set())
+
+
+@pytest.mark.parametrize(
+    ("hipblaslt", "fault", "said"),
+    [
+        ("libm.so.6", None, "libm.so.6: has no hipblasLtCreate; not a hipBLASLt library"),
+        (None, "rocblas-huge-version", None),
+        (None, "print-on-load", None),
+    ],
+)
+def test_one_bad_library_spoils_only_its_own_version(
+    stand_in, monkeypatch, hipblaslt, fault, said
+):
+    env = {
+        "STRATA_HIPBLASLT_LIBRARY": hipblaslt or stand_in,
+        "STRATA_ROCBLAS_LIBRARY": stand_in,
+        "STRATA_CUBLASLT_LIBRARY": stand_in,
+    }
+    if fault:
+        monkeypatch.setenv("STAND_IN_FAULT", fault)
+    found = versions.probe(env, 60)
+    assert found["cublaslt"].version == "120804"
+    if hipblaslt:
+        assert found["hipblaslt"] == LibraryVersion(None, said)
+        assert found["rocblas"].version == "5.6.0.8d1ae90e"
+    elif fault == "rocblas-huge-version":
+        assert found["hipblaslt"].version == "100401"
+        assert found["rocblas"].version is None
+        assert found["rocblas"].how.endswith(
+            "rocblas_get_version_string_size says 9223372036854775807 bytes; a version is short"
+        )
+    else:
+        assert found["rocblas"].version == "5.6.0.8d1ae90e"

@@ -243,13 +243,17 @@ def test_tune_on_an_amd_card_calibrates_the_library_of_its_table(tmp_path, env, 
     assert (row.key, row.solution) == ((40, 128, 256, "f16", "prompt"), "1003")
 
 
-def test_tune_on_a_card_names_a_wrong_output_before_measuring(card, tmp_path):
-    result = card("tune", "--output", str(tmp_path / "mine.txt"))
-    assert result.returncode == 2
-    assert result.stderr.splitlines() == [
-        f"strata-core: --output {tmp_path / 'mine.txt'}: the lookup takes this table only as "
-        "sm_90-cublaslt-120804.txt; name the file so, or give its folder"
-    ]
+def test_tune_on_a_card_writes_any_output_name_and_says_how_it_is_taken(card, tmp_path):
+    """AMD_HIP.md: "--tuning-out table.txt ... or point STRATA_HIPBLASLT_TUNING at it"."""
+    mine = tmp_path / "mine.txt"
+    result = card("tune", "--tokens", "40", "--repeats", "3", "--output", str(mine))
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        f"strata-core: tune: wrote 1 rows (1 tuned) to {mine}; the folder lookup takes it only "
+        "as sm_90-cublaslt-120804.txt, STRATA_CUBLASLT_TUNING under any name"
+    )
+    plan = json.loads(card("plan", "--json", STRATA_CUBLASLT_TUNING=str(mine)).stdout)
+    assert plan["tuning"]["cublaslt"]["used"]
 
 
 def test_tune_host_calibrates_the_host_backend_where_a_card_runs(

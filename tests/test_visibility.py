@@ -27,6 +27,9 @@ UUIDS = ["aaaa000000000001", "bbbb000000000002", None]
         ({"ROCR_VISIBLE_DEVICES": "1", "HIP_VISIBLE_DEVICES": "1"}, (), {0, 1, 2}),
         ({"CUDA_VISIBLE_DEVICES": "0"}, (0,), {1, 2}),
         ({"HIP_VISIBLE_DEVICES": "2", "CUDA_VISIBLE_DEVICES": "0"}, (2,), {0, 1}),
+        # a full-width digit is no device number to the runtime
+        ({"HIP_VISIBLE_DEVICES": "\uff11"}, (), {0, 1, 2}),
+        ({"ROCR_VISIBLE_DEVICES": "0,\uff12"}, (0,), {1, 2}),
     ],
 )
 def test_visible_devices(env, order, hidden):

@@ -43,8 +43,9 @@ def device_facts(ffi: Any, lib: Any, ordinal: int) -> dict:
     """What the driver says of one device: name, PCI address, memory, warp size, target."""
     facts: dict = {"index": ordinal}
     device = ffi.new("CUdevice *")
-    if lib.cuDeviceGet(device, ordinal) != lib.CUDA_SUCCESS:
-        return facts
+    status = lib.cuDeviceGet(device, ordinal)
+    if status != lib.CUDA_SUCCESS:
+        return facts | {"error": f"cuDeviceGet: error {status}"}
     text = ffi.new("char[256]")
     if lib.cuDeviceGetName(text, 256, device[0]) == lib.CUDA_SUCCESS:
         facts["name"] = ffi.string(text).decode(errors="replace")

@@ -4,6 +4,7 @@ function of vendor 0x1002, NVIDIA by a PCI display function of vendor 0x10de."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ..answer_cache import Recorder
@@ -13,6 +14,7 @@ KFD_NODES = Path("class/kfd/kfd/topology/nodes")
 AMD_VENDOR = 0x1002
 NVIDIA_VENDOR = 0x10DE
 DISPLAY_CLASS = 0x03  # the PCI base class of VGA, XGA, 3D and other display controllers
+SKIPPED = "PCI function skipped"
 
 
 def display_functions(sysfs: Path, read: Recorder) -> tuple[list[tuple[str, int]], list[str]]:
@@ -24,12 +26,19 @@ def display_functions(sysfs: Path, read: Recorder) -> tuple[list[tuple[str, int]
         for field in ("vendor", "class"):
             path = folder / name / field
             try:
-                values[field] = int(read.read_text(path).strip(), 16)
-            except (OSError, UnicodeDecodeError):
+                text = read.read_text(path).strip()
+            except FileNotFoundError:
                 break
-            except ValueError:
-                problems.append(f"{path}: expected a hexadecimal number")
+            except OSError as exc:
+                problems.append(f"{path}: cannot read ({exc.strerror or exc}); {SKIPPED}")
                 break
+            except UnicodeDecodeError as exc:
+                problems.append(f"{path}: not UTF-8 text (byte {exc.start}); {SKIPPED}")
+                break
+            if not re.fullmatch(r"0[xX][0-9a-fA-F]+|[0-9a-fA-F]+", text):
+                problems.append(f"{path}: expected a hexadecimal number, got {text[:40]!r}")
+                break
+            values[field] = int(text, 16)
         if len(values) == 2 and values["class"] >> 16 == DISPLAY_CLASS:
             found.append((name.lower(), values["vendor"]))
     return found, problems

@@ -4,10 +4,9 @@ and prints one JSON object, so that a runtime that crashes or hangs cannot take 
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 
+from ..child import answer_json
 from ..hip.binding import (
     HIP_ERROR_NO_DEVICE,
     HIP_SUCCESS,
@@ -48,4 +47,4 @@ def _query(ffi, lib, path: str) -> dict:
 
 
 if __name__ == "__main__":
-    json.dump(probe(dict(os.environ)), sys.stdout)
+    answer_json(lambda: probe(dict(os.environ)))

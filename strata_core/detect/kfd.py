@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .. import archdb
 from ..answer_cache import Recorder
+from ..digits import is_digits
 from ..hookspec import hookimpl
 from ..records import Detection, DetectionContext, DeviceReport
 
@@ -36,7 +37,7 @@ def walk(sysfs: Path, recorder: Recorder | None = None) -> Detection:
         return Detection(notes=(f"no KFD topology at {nodes_dir} (is the amdgpu driver loaded?)",))
     reports: list[DeviceReport] = []
     problems: list[str] = []
-    nodes = [nodes_dir / name for name in read.list_dir(nodes_dir) if name.isdecimal()]
+    nodes = [nodes_dir / name for name in read.list_dir(nodes_dir) if is_digits(name)]
     for node in sorted(nodes, key=lambda p: int(p.name)):
         report = _read_node(sysfs, node, problems, read)
         if report is not None:
@@ -179,10 +180,20 @@ def _read_text(directory: Path | None, name: str, read: Recorder) -> str | None:
 def _read_counter(
     directory: Path | None, name: str, problems: list[str], read: Recorder
 ) -> int | None:
-    text = _read_text(directory, name, read)
-    if directory is None or text is None:
+    if directory is None:
         return None
-    value = int(text) if text.isascii() and text.isdecimal() else None
+    path = directory / name
+    try:
+        text = read.read_text(path).strip()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        problems.append(f"{path}: cannot read ({exc.strerror or exc})")
+        return None
+    except UnicodeDecodeError as exc:
+        problems.append(f"{path}: not UTF-8 text (byte {exc.start})")
+        return None
+    value = int(text) if is_digits(text) else None
     if value is None or value > MAX_MEMORY_BYTES:
         problems.append(f"{directory / name}: expected a byte count up to 1 PiB, got {text[:40]!r}")
         return None

@@ -16,6 +16,7 @@ from ..hookspec import hookimpl
 from ..records import Detection, DetectionContext, DeviceReport
 from .hardware import nvidia_gpu
 from .visibility import cuda_visible_devices
+from .kfd import MAX_MEMORY_BYTES
 
 strata_api_version = 1
 
@@ -69,13 +70,18 @@ def interpret(answer: dict, env: Mapping[str, str]) -> Detection:
     migs = [[m["uuid"] for m in c.get("mig", [])] for c in cards]
     visible = cuda_visible_devices([c.get("uuid") for c in cards], migs, env)
     ordinal = {card: (n, mig) for n, (card, mig) in enumerate(visible.order)}
-    reports = []
+    reports, problems = [], []
     for position, card in enumerate(cards):
         index, mig = ordinal.get(position, (None, None))
         name, memory = card.get("name"), card.get("total_mem")
         if mig is not None:
             name = f"{name} MIG {mig}"
             memory = next(m.get("total_mem") for m in card["mig"] if m["uuid"] == mig)
+        if (memory or 0) > MAX_MEMORY_BYTES:
+            problems.append(
+                f"{where}: device {position}: {memory} bytes of memory; expected up to 1 PiB"
+            )
+            memory = None
         reports.append(
             DeviceReport(
                 source="nvidia",
@@ -93,6 +99,7 @@ def interpret(answer: dict, env: Mapping[str, str]) -> Detection:
     shown = f"{len(visible.order)} of {len(cards)}" if visible.hidden else str(len(cards))
     return Detection(
         reports=tuple(reports),
+        problems=tuple(problems),
         notes=(f"{where} sees {shown} device(s)",),
         complete_for=("nvidia",),
     )

@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
+from ..digits import is_digits
+
 RUNTIME_VARIABLES = frozenset(
     {
         "ROCR_VISIBLE_DEVICES",
@@ -51,7 +53,7 @@ def _select(value: str, candidates: Sequence[int], uuids: Sequence[str | None]) 
             if not match:
                 break
             position = match[0]
-        elif token.isdecimal() and int(token) < len(candidates):
+        elif is_digits(token) and int(token) < len(candidates):
             position = candidates[int(token)]
         else:
             break

@@ -26,7 +26,7 @@ from ..blas.gemm import BlasGemm, GemmShape
 from ..hip.library import GpuKernels
 from ..tuning.calibrate import Case, Runner
 from .gpu_backend import GpuCard, HalfGemm
-from .gpu_child import ANSWER, JOB
+from .gpu_child import ANSWER, CONTACT, JOB
 from .workload import close_to
 
 #: launches a timing takes, and bytes the read kernel holds them behind (on an H200, 1 GiB
@@ -134,6 +134,7 @@ def run(folder: Path) -> dict:
     job: CardTuneJob = pickle.loads((folder / JOB).read_bytes())
     try:
         opened = open_gpu(job.card, HOLD_BYTES)
+        (folder / CONTACT).touch()
         blas = open_blas(job.path, job.gemm_libraries, opened.kernels.runtime)
     except NoGpuRun as why:
         return {"no_gpu": str(why)}

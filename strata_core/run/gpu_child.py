@@ -24,6 +24,8 @@ from ..tuning.tables import Table
 from .gpu_backend import GpuCard
 
 JOB, RESULTS, ANSWER = "job.pickle", "results.npz", "answer.json"
+#: left in FOLDER once the runtime answered its first calls (the card is open)
+CONTACT = "contact"
 
 
 @attrs.frozen
@@ -80,6 +82,7 @@ def run(folder: Path) -> dict:
         return {"no_gpu": str(why)}
     except StrataError as refused:
         return {"refused": str(refused)}
+    (folder / CONTACT).touch()
     inputs = make_inputs(job.workload, job.seed)
     kernels = gpu.kernels
     said: list[tuple[str, str]] = []

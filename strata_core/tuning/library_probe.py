@@ -5,12 +5,11 @@
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 from typing import Any
 
 from ..blas.gemm import LIBRARIES
+from ..child import answer_json
 from ..library_search import load_first, unloadable
 
 CDEF = """
@@ -42,6 +41,11 @@ def rocblas(ffi: Any, lib: Any, name: str) -> dict:
     status = lib.rocblas_get_version_string_size(size)
     if status != 0:
         return {"library": name, "error": f"rocblas_get_version_string_size returned {status}"}
+    if size[0] > LONGEST_VERSION:
+        return {
+            "library": name,
+            "error": f"rocblas_get_version_string_size says {size[0]} bytes; a version is short",
+        }
     text = ffi.new("char[]", size[0] + 1)
     status = lib.rocblas_get_version_string(text, size[0] + 1)
     if status != 0:
@@ -54,6 +58,21 @@ def cublaslt(ffi: Any, lib: Any, name: str) -> dict:
 
 
 ASK = {"hipblaslt": hipblaslt, "rocblas": rocblas, "cublaslt": cublaslt}
+#: the longest version string a library may give (rocBLAS's is about 15 bytes)
+LONGEST_VERSION = 256
+
+
+def ask_one(library: str, ffi: Any, lib: Any, name: str) -> dict:
+    """One library's answer; a library that lacks a function or fails in one (some other
+    library under the name) is an error of its own, never the others'."""
+    try:
+        return ASK[library](ffi, lib, name)
+    except AttributeError as missing:
+        function = str(missing).split("'")[1] if "'" in str(missing) else str(missing)
+        kind = LIBRARIES[library].kind.library
+        return {"library": name, "error": f"has no {function}; not a {kind} library"}
+    except Exception as exc:  # native code and cffi fail in many ways; each is one line
+        return {"library": name, "error": f"{type(exc).__name__}: {exc}"}
 
 
 def probe(env: dict[str, str]) -> dict:
@@ -64,15 +83,15 @@ def probe(env: dict[str, str]) -> dict:
     ffi = cffi.FFI()
     ffi.cdef(CDEF)
     answers: dict[str, dict | None] = {}
-    for library, ask in ASK.items():
+    for library in ASK:
         lib, name, _ = load_first(ffi, LIBRARIES[library].files(env))
         if lib is None or name is None:
             named = unloadable(env, LIBRARIES[library].variable)
             answers[library] = None if named is None else {"error": named}
         else:
-            answers[library] = ask(ffi, lib, name)
+            answers[library] = ask_one(library, ffi, lib, name)
     return answers
 
 
 if __name__ == "__main__":
-    json.dump(probe(dict(os.environ)), sys.stdout)
+    answer_json(lambda: probe(dict(os.environ)))

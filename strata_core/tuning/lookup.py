@@ -37,6 +37,9 @@ class TuningDecision:
     log: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     loaded: Table | None = attrs.field(default=None, eq=False, repr=False)
+    #: what tells the engine where the table is (AMD_HIP.md: "setup points the engine at the
+    #: directory when a table for the architecture exists"); empty where the user named it
+    engine_env: Mapping[str, str] = attrs.field(factory=dict)
 
     def as_dict(self) -> dict:
         return {"table": self.table, "used": self.used, "reason": self.reason, "rows": self.rows}
@@ -125,9 +128,9 @@ def find_table(
     """The first valid table for this architecture and version in ``dirs``."""
     recorder = recorder or Recorder()
     if version.version is None:
-        reason = (
-            f"{kind.library} version unknown ({version.how}); --{kind.name} gives it for planning"
-        )
+        reason = f"{kind.library} version unknown ({version.how})"
+        if kind in (HIPBLASLT, ROCBLAS):  # plan's --hipblaslt and --rocblas
+            reason += f"; --{kind.name} gives it for planning"
         return TuningDecision(None, False, reason, log=(_not_used(kind, reason),))
     name = kind.file_name(arch, version.version)
     warnings: list[str] = []
@@ -145,6 +148,7 @@ def find_table(
                 f"{table.version}, not what its name says; refused"
             )
             continue
+        told = folder if kind is ROCBLAS else path  # STRATA_ROCBLAS_TUNING takes a folder
         return TuningDecision(
             str(path),
             True,
@@ -153,6 +157,7 @@ def find_table(
             _enabled(kind, table),
             tuple(warnings),
             table,
+            {kind.variable: str(told)} if kind.variable else {},
         )
     others = sorted(
         {
@@ -246,7 +251,8 @@ def decide_rocblas(
     forced = switches["STRATA_ROCBLAS_TUNING"].value
     if forced:
         if recorder.is_dir(forced):
-            return find_table(ROCBLAS, gfx, version, [Path(forced)], recorder)
+            found = find_table(ROCBLAS, gfx, version, [Path(forced)], recorder)
+            return attrs.evolve(found, engine_env={})  # the user's own variable
         return _forced(ROCBLAS, "STRATA_ROCBLAS_TUNING", Path(forced), gfx, version, recorder)
     arch = archdb.lookup(gfx)
     library = arch.table_library if arch else None

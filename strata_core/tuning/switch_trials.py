@@ -1,6 +1,7 @@
 """Calibratable switches: measured in alternating on/off pairs on the selected backend, and
-written into the run config's env only when the trial value wins by more than 3%
-(AMD_HIP.md, "Switches for shared-expert and draft streams": `--calibrate`)."""
+kept for the run config's env only when the trial value wins by more than 3% in every one of
+ROUNDS measurements (AMD_HIP.md, "Switches for shared-expert and draft streams":
+`--calibrate`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from ..records import RunContext
 
 #: "only when it wins by more than 3%"
 MIN_GAIN = 1.03
+#: independent measurements of each switch; it is kept only when every one keeps it
+ROUNDS = 2
 #: each timed sample runs the call this long at least, so that a sample is not timer noise
 SAMPLE_S = 0.01
 
@@ -132,14 +135,16 @@ def alternate(
             )
 
 
-def verdict(trial: SwitchTrial, measured: Measured, min_gain: float) -> TrialResult:
-    """Kept only when the gain is past ``min_gain`` by more than its spread."""
-    keep = measured.ratio - measured.spread > min_gain
+def verdict(trial: SwitchTrial, measured: list[Measured], min_gain: float) -> TrialResult:
+    """Kept only when every measurement's gain is past ``min_gain`` by more than its spread:
+    a result that does not repeat is left unset."""
+    keeps = [m.ratio - m.spread > min_gain for m in measured]
     threshold = f"{(min_gain - 1) * 100:.0f}%"
-    said = f"{trial.switch}={trial.value}: {measured.describe()}"
-    reason = (
-        f"{said}; past {threshold} by more than the spread: written into the run config"
-        if keep
-        else f"{said}; not past {threshold} by more than the spread: left unset"
-    )
-    return TrialResult(trial.switch, trial.value, measured, keep, reason)
+    said = f"{trial.switch}={trial.value}: " + "; again ".join(m.describe() for m in measured)
+    if all(keeps):
+        reason = f"{said}; past {threshold} by more than the spread: kept"
+    elif any(keeps):
+        reason = f"{said}; the measurements disagree: left unset"
+    else:
+        reason = f"{said}; not past {threshold} by more than the spread: left unset"
+    return TrialResult(trial.switch, trial.value, measured[0], all(keeps), reason)

@@ -20,10 +20,13 @@ from pathlib import Path
 import attrs
 
 from ..answer_cache import Recorder
+from ..digits import is_digits
 
 DEFAULT = "default"
 MIN_GAIN = 1.05
 DTYPES = ("bf16", "f16", "f32")
+#: what an op name in a table looks like
+OP_PATTERN = r"[a-z][a-z0-9_]*"
 
 
 @attrs.frozen
@@ -39,6 +42,8 @@ class Kind:
     version_pattern: str
     #: what a winner's solution id looks like
     solution_pattern: str = r"-?\d+"
+    #: the variable that makes the engine take a table of this kind under any name
+    variable: str | None = None
 
     def file_name(self, arch: str, version: str) -> str:
         return f"{arch}-{self.name}-{version.rstrip('.')}.txt"
@@ -58,6 +63,7 @@ HIPBLASLT = Kind(
     ("T", "N", "K", "dtype", "op"),
     r"gfx[0-9a-f]+",
     r"\d{5,6}",
+    variable="STRATA_HIPBLASLT_TUNING",
 )
 ROCBLAS = Kind(
     "rocblas",
@@ -67,6 +73,7 @@ ROCBLAS = Kind(
     ("T", "N", "K", "ldy"),
     r"gfx[0-9a-f]+",
     r"\d+\.\d+\.\d+\.[0-9a-f]*",
+    variable="STRATA_ROCBLAS_TUNING",
 )
 HOST = Kind(
     "host",
@@ -76,7 +83,7 @@ HOST = Kind(
     ("T", "N", "K", "dtype", "op"),
     r"x86-64(-v[234])?|aarch64|\w+",
     r"\S+",
-    r"[a-z][a-z0-9_]*",
+    OP_PATTERN,
 )
 #: cuBLASLt (NVIDIA): version as cublasLtGetVersion gives it (12.8.4 is 120804); a solution is
 #: an algorithm configuration, algo:tile:stages:splitk:reduction:swizzle:custom:inner:cluster
@@ -89,6 +96,7 @@ CUBLASLT = Kind(
     r"sm_\d+",
     r"\d{5,6}",
     r"\d+(:\d+){8}",
+    variable="STRATA_CUBLASLT_TUNING",
 )
 KINDS = {kind.magic: kind for kind in (HIPBLASLT, ROCBLAS, HOST, CUBLASLT)}
 
@@ -163,14 +171,14 @@ def _parse_header(path: Path, lines: list[str], problems: list[str]):
         problems.append(f"{path}:2: {arch!r} is not an architecture name")
     if not re.fullmatch(kind.version_pattern, version):
         problems.append(f"{path}:2: {version!r} is not a {kind.library} version")
-    if meta.get("columns") != ",".join(kind.columns):
-        problems.append(
-            f"{path}:1: columns must be {','.join(kind.columns)}, got {meta.get('columns')}"
-        )
+    columns = meta.get("columns")
+    if columns != ",".join(kind.columns):
+        got = "the header names none" if columns is None else f"got {columns}"
+        problems.append(f"{path}:1: columns must be {','.join(kind.columns)}; {got}")
     min_gain = _number(meta.get("min_gain", str(MIN_GAIN)))
     if min_gain is None or min_gain < 1:
         problems.append(
-            f"{path}:1: min_gain must be a number of at least 1, got {meta.get('min_gain')}"
+            f"{path}:1: min_gain must be a number of at least 1, got {meta.get('min_gain')!r}"
         )
         min_gain = MIN_GAIN
     return kind, arch, version, min_gain, meta
@@ -196,10 +204,10 @@ def _parse_row(
                 problems.append(f"{where}: dtype must be one of {', '.join(DTYPES)}, got {text!r}")
             key.append(text)
         elif column == "op":
-            if not re.fullmatch(r"[a-z][a-z0-9_]*", text):
+            if not re.fullmatch(OP_PATTERN, text):
                 problems.append(f"{where}: op must be a lower-case name, got {text!r}")
             key.append(text)
-        elif not text.isdecimal() or int(text) == 0:
+        elif not is_digits(text) or int(text) == 0:
             problems.append(f"{where}: {column} must be a positive integer, got {text!r}")
             key.append(text)
         else:
@@ -235,10 +243,10 @@ def read(path: Path, recorder: Recorder | None = None) -> Table:
     """Read and validate a table; any problem refuses it whole."""
     try:
         text = (recorder or Recorder()).read_text(path)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TableError(
-            [f"{path}:1: cannot read: {getattr(exc, 'strerror', None) or exc}"]
-        ) from None
+    except UnicodeDecodeError as exc:
+        raise TableError([f"{path}:1: not UTF-8 text (byte {exc.start}); not a table"]) from None
+    except OSError as exc:
+        raise TableError([f"{path}:1: cannot read: {exc.strerror or exc}"]) from None
     return parse(text, path)
 
 
