@@ -142,7 +142,7 @@ def _assert_reference(scores, ids, values, k):
     [(1, 1000, 1, "normal", False), (1, 5000, 64, "ties", True), (1, 70000, 256, "normal", True),
      (1, 3000, 1000, "nan", False), (1, 256, 256, "normal", False), (1, 40000, 100, "nan", True),
      (1, 300000, 2048, "ties", True), (1, 2048, 2048, "nan", False),
-     (256, 8192, 4, "normal", True), (3, 9000, 1, "ties", True)],
+     (256, 8192, 4, "normal", True), (3, 9000, 1, "ties", True), (2, 30001, 64, "nan", True)],
 )  # fmt: skip
 def test_topk(emu, variant, queries, n, k, kind, filtered):
     """Ids and values as the reference gives them, every row; ``filtered`` says the wide kernel
