@@ -97,15 +97,12 @@ def test_topk_reads_rows_at_their_stride(lib):
     scores[:, 3000:] = 100.0
     ids = np.full((4, 16), -1, np.int32)
     values = np.full((4, 16), np.nan, np.float32)
-    buffer = lib.ffi.from_buffer
-    status = lib.lib.strata_topk(buffer("float[]", scores), 4, 3000, 3005, 16,
-                                 buffer("int32_t[]", ids), buffer("float[]", values), 1)  # fmt: skip
-    assert status == 0
+    out = (lib.ffi.from_buffer("int32_t[]", ids), lib.ffi.from_buffer("float[]", values))
+    rows = lib.ffi.from_buffer("float[]", scores)
+    assert lib.lib.strata_topk(rows, 4, 3000, 3005, 16, *out, 1) == 0
     for row, row_ids in zip(scores, ids, strict=True):
         np.testing.assert_array_equal(row_ids, reference.topk(row[:3000], 16)[0])
-    bad = lib.lib.strata_topk(buffer("float[]", scores), 4, 3005, 3000, 16,
-                              buffer("int32_t[]", ids), buffer("float[]", values), 1)  # fmt: skip
-    assert bad == -1  # a stride shorter than a row
+    assert lib.lib.strata_topk(rows, 4, 3005, 3000, 16, *out, 1) == -1  # stride under a row
 
 
 @pytest.mark.parametrize("prompt_read", [False, True])
