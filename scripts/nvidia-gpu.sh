@@ -14,6 +14,7 @@
 #                                   PyTorch's copy, else the loader's.
 #   scripts/nvidia-gpu.sh kernels   on the GPU machine: the same install, then only
 #                                   bench/gpu_kernels.py and strata-core run
+#                                   with each shipped profile
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-}" in
@@ -39,7 +40,9 @@ run | kernels)
     strata-core --version
     if [ "$1" = kernels ]; then
         python3 "$repo/bench/gpu_kernels.py" | tee "$out/bench.txt"
-        strata-core run | tee "$out/run.txt"
+        for profile in small-moe deep-context large-moe; do
+            strata-core run --profile $profile | tee "$out/run-$profile.txt"
+        done
         exit 0
     fi
     strata-core plugins 2>&1 | grep -A6 '^cuda' || true

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from . import __version__, log
+from . import __version__, log, profile
 from .answer_cache import Recorder
 from .context import KV_TYPES, OS_NAMES, PACKS, READERS
 from .context import KV_TYPES, OS_NAMES, PACKS
@@ -242,9 +242,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     tune.add_argument(
         "--profile",
-        metavar="FILE",
-        type=Path,
-        help="model profile of the shapes to measure (with --switches, or on a card)",
+        metavar="NAME|FILE",
+        type=profile.named,
+        help="model profile of the shapes to measure (with --switches, or on a card): "
+        f"{', '.join(profile.SHIPPED)} or a file",
     )
     tune.add_argument("--os", choices=OS_NAMES, help="with --switches: the OS the run is for")
     tune.add_argument(
@@ -338,9 +339,10 @@ def _planning_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--profile",
-        metavar="FILE",
-        type=Path,
-        help="model profile of the workload (default: the shipped small-moe)",
+        metavar="NAME|FILE",
+        type=profile.named,
+        help=f"model profile of the workload: {', '.join(profile.SHIPPED)} (the default) "
+        "or a file",
     )
     parser.add_argument(
         "--hipblaslt",

@@ -12,8 +12,20 @@ from .context import ram_bytes
 from .errors import StrataError
 from .records import Workload
 
-DEFAULT = Path(__file__).resolve().parent / "profiles" / "default.toml"
+SHIPPED_DIR = Path(__file__).resolve().parent / "profiles"
+DEFAULT = SHIPPED_DIR / "default.toml"
 GIB = 1 << 30
+#: the profiles shipped beside default.toml, by the names `--profile` takes
+SHIPPED = {
+    "small-moe": DEFAULT,
+    "deep-context": SHIPPED_DIR / "deep-context.toml",
+    "large-moe": SHIPPED_DIR / "large-moe.toml",
+}
+
+
+def named(value: str) -> Path:
+    """`--profile`'s value: a shipped profile's name, else the file it names."""
+    return SHIPPED.get(value, Path(value))
 
 
 def _structure(raw: dict, path: Path) -> Workload:

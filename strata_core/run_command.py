@@ -117,7 +117,7 @@ def kernel_table(kernels: Mapping[str, dict], memory: str) -> str:
         share = r["bandwidth_of_read"]
         of_read = (
             ""
-            if name != "matvec_q8_0" or share is None
+            if name not in ("matvec_q8_0", "topk_prompt") or share is None
             else "cache-resident"
             if share > 1
             else f"{share:.0%}"

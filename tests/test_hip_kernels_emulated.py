@@ -104,15 +104,17 @@ def test_router_topk(emu, variant, tokens, experts, k, kind):
     np.testing.assert_allclose(weights, want_weights, rtol=1e-5, atol=1e-7)
 
 
-def _topk(ffi, lib, scores, k, variant):
-    """As GpuKernels.topk launches it: every stage over all rows, on poisoned outputs."""
-    queries, n = scores.shape
+def _topk(ffi, lib, scores, k, variant, n=None):
+    """As GpuKernels.topk launches it: every stage over all rows (their first n cells), on
+    poisoned outputs."""
+    queries, stride = scores.shape
+    n = n or stride
     ids = np.full((queries, k), -1, dtype=np.int32)
     values = np.full((queries, k), 7.0, dtype=np.float32)
     scratch = np.full(topk_scratch_bytes(queries, k) // 8, 0xA5A5A5A5, dtype=np.uint64)
     for stage, grid in topk_launches(queries, n, variant):
         lib.emu_topk(
-            grid, _ptr(ffi, "float[]", scores), queries, n, n, k, _ptr(ffi, "int32_t[]", ids),
+            grid, _ptr(ffi, "float[]", scores), queries, n, stride, k, _ptr(ffi, "int32_t[]", ids),
             _ptr(ffi, "float[]", values), TOPK_CODES[variant], _ptr(ffi, "uint64_t[]", scratch),
             stage,
         )  # fmt: skip
@@ -142,7 +144,7 @@ def _assert_reference(scores, ids, values, k):
     [(1, 1000, 1, "normal", False), (1, 5000, 64, "ties", True), (1, 70000, 256, "normal", True),
      (1, 3000, 1000, "nan", False), (1, 256, 256, "normal", False), (1, 40000, 100, "nan", True),
      (1, 300000, 2048, "ties", True), (1, 2048, 2048, "nan", False),
-     (256, 8192, 4, "normal", True), (3, 9000, 1, "ties", True)],
+     (256, 8192, 4, "normal", True), (3, 9000, 1, "ties", True), (2, 30001, 64, "nan", True)],
 )  # fmt: skip
 def test_topk(emu, variant, queries, n, k, kind, filtered):
     """Ids and values as the reference gives them, every row; ``filtered`` says the wide kernel
@@ -154,6 +156,16 @@ def test_topk(emu, variant, queries, n, k, kind, filtered):
     if variant == "wide":
         counts = scratch[:queries].view(np.uint32)[1::2]
         assert ((counts >= k) & (counts <= 16 * k + 4096)).all() == filtered
+
+
+@pytest.mark.parametrize("variant", ["wide", "old"])
+def test_topk_reads_rows_at_their_stride(emu, variant):
+    """Rows of 20,000 cells 20,003 apart: the cells past each row's n are never taken."""
+    ffi, lib = emu
+    scores = _scores(np.random.default_rng(3), 3, 20003, "normal")
+    scores[:, 20000:] = 100.0
+    ids, values, _ = _topk(ffi, lib, scores, 64, variant, n=20000)
+    _assert_reference(scores[:, :20000], ids, values, 64)
 
 
 def test_wide_topk_takes_the_reference_path_when_the_candidates_overflow(emu):

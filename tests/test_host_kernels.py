@@ -103,6 +103,21 @@ def test_topk_of_many_rows(lib, variant, queries, n, k):
         np.testing.assert_array_equal(row_values, want_values)
 
 
+def test_topk_reads_rows_at_their_stride(lib):
+    """The C entry point over rows of 3,000 cells 3,005 apart: cells past n are never taken."""
+    rng = np.random.default_rng(7)
+    scores = rng.standard_normal((4, 3005), dtype=np.float32)
+    scores[:, 3000:] = 100.0
+    ids = np.full((4, 16), -1, np.int32)
+    values = np.full((4, 16), np.nan, np.float32)
+    out = (lib.ffi.from_buffer("int32_t[]", ids), lib.ffi.from_buffer("float[]", values))
+    rows = lib.ffi.from_buffer("float[]", scores)
+    assert lib.lib.strata_topk(rows, 4, 3000, 3005, 16, *out, 1) == 0
+    for row, row_ids in zip(scores, ids, strict=True):
+        np.testing.assert_array_equal(row_ids, reference.topk(row[:3000], 16)[0])
+    assert lib.lib.strata_topk(rows, 4, 3005, 3000, 16, *out, 1) == -1  # stride under a row
+
+
 @pytest.mark.parametrize("prompt_read", [False, True])
 @pytest.mark.parametrize("cells", [1000, 89_999, 90_000, 131_072, 135_000, 135_001, 524_288])
 def test_the_host_library_bands_are_the_plans(lib, cells, prompt_read):

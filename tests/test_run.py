@@ -56,6 +56,28 @@ def test_no_gpu_runs_the_host_workload_and_checks_every_result(env, tmp_path, ho
     assert kernels["router_topk"]["variant"] == ("portable" if host_isa == "baseline" else "fast")
     assert all(k["median_ms"] > 0 and k["throughput"] > 0 for k in kernels.values())
     assert answer["read_bandwidth_gbs"] > 0
+    # the prompt read selects among tiny.toml's 32 queries x 5000 cells in one call
+    assert kernels["topk_prompt"]["throughput"] == pytest.approx(
+        32 * 5000 / (kernels["topk_prompt"]["median_ms"] / 1e3), rel=1e-3
+    )
+
+
+@pytest.mark.parametrize("name", profile.SHIPPED)
+def test_the_shipped_profiles_load_by_name(name):
+    assert profile.load(profile.named(name)).name == name
+
+
+def test_a_profile_is_taken_by_name_or_as_a_file(env, tmp_path):
+    """`--profile deep-context` plans for its 524,288 cells; a name that is no shipped profile
+    is a file, and a missing one is one line."""
+    answer = json.loads(
+        strata_core("plan", "--json", "--profile", "deep-context", "--sysfs", str(tmp_path),
+                    env=env).stdout  # fmt: skip
+    )
+    assert answer["kernels"]["topk"]["reason"].startswith("524288 cells: 'Past about 135K")
+    missing = run("--profile", "huge-moe", "--sysfs", str(tmp_path), env=env, check=False)
+    assert missing.returncode != 0
+    assert missing.stderr.splitlines()[-1].startswith("strata-core: huge-moe: cannot read")
 
 
 def test_human_report(env, tmp_path):

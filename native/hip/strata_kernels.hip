@@ -470,25 +470,47 @@ DEVICE void topk_write(const TopkItems &items, int64_t count, int k, const float
   }
 }
 
-// Stage 1: the cells of one chunk at or above the row's key, all loads in flight first. They
-// gather in LDS and take their places in the row's candidates with one global atomic a
-// workgroup; a chunk with more than LDS holds counts as more than the scratch holds.
-DEVICE void topk_filter(const float *row, int64_t from, int64_t n, unsigned threshold,
-                        unsigned *count, topk_item *candidates, int64_t capacity) {
-  float cells[TOPK_FILTER_CELLS / STRATA_BLOCK];
+// Stage 1: the cells of one chunk at or above the row's key, all loads in flight first (16
+// bytes a load where the row allows). They gather in LDS and take their places in the row's
+// candidates with one global atomic a workgroup; a chunk with more than LDS holds counts as
+// more than the scratch holds.
+typedef float float4v __attribute__((ext_vector_type(4)));
+
+// Cell j of a thread's chunk: four consecutive cells a 16-byte load (wide), or one a load.
+DEVICE int64_t topk_filter_cell(bool wide, int64_t from, unsigned t, int j) {
+  return wide ? from + 4 * (t + (int64_t)STRATA_BLOCK * (j / 4)) + j % 4
+              : from + t + (int64_t)STRATA_BLOCK * j;
+}
+
+DEVICE void topk_filter(const float *row, int64_t from, int64_t n, bool aligned,
+                        unsigned threshold, unsigned *count, topk_item *candidates,
+                        int64_t capacity) {
+  const int per_thread = TOPK_FILTER_CELLS / STRATA_BLOCK;
+  float cells[per_thread];
   unsigned t = thread_id();
-  int64_t first = from + t;
-  bool whole = from + TOPK_FILTER_CELLS <= n;
+  bool whole = from + TOPK_FILTER_CELLS <= n, wide = whole && aligned;
   if (t == 0) topk_count = 0;
+  if (wide) {
+    const float4v *words = (const float4v *)(row + from);
 #pragma unroll
-  for (int j = 0; j < TOPK_FILTER_CELLS / STRATA_BLOCK; ++j) {
-    int64_t i = first + (int64_t)j * STRATA_BLOCK;
-    cells[j] = whole || i < n ? row[i] : 0.0f;
+    for (int j = 0; j < per_thread; j += 4) {
+      float4v four = words[t + STRATA_BLOCK * (j / 4)];
+      cells[j] = four.x;
+      cells[j + 1] = four.y;
+      cells[j + 2] = four.z;
+      cells[j + 3] = four.w;
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < per_thread; ++j) {
+      int64_t i = topk_filter_cell(false, from, t, j);
+      cells[j] = whole || i < n ? row[i] : 0.0f;
+    }
   }
   sync_block();
 #pragma unroll
-  for (int j = 0; j < TOPK_FILTER_CELLS / STRATA_BLOCK; ++j) {
-    int64_t i = first + (int64_t)j * STRATA_BLOCK;
+  for (int j = 0; j < per_thread; ++j) {
+    int64_t i = topk_filter_cell(wide, from, t, j);
     if ((whole || i < n) && order_key(cells[j]) >= threshold) {
       unsigned at = __atomic_fetch_add(&topk_count, 1u, __ATOMIC_RELAXED);
       if (at < STRATA_TOPK_MAX_K) topk_picks[at] = topk_item_of(cells[j], i);
@@ -515,8 +537,9 @@ KERNEL void strata_topk(const float *scores, int64_t queries, int64_t n, int64_t
     int64_t chunks = (n + TOPK_FILTER_CELLS - 1) / TOPK_FILTER_CELLS;
     int64_t q = block_id() / chunks;
     if (words[2 * q + 1] == TOPK_REFERENCE) return;
-    topk_filter(scores + q * stride, block_id() % chunks * TOPK_FILTER_CELLS, n, words[2 * q],
-                &words[2 * q + 1], scratch + queries + q * capacity, capacity);
+    bool aligned = (unsigned long long)scores % 16 == 0 && stride % 4 == 0;
+    topk_filter(scores + q * stride, block_id() % chunks * TOPK_FILTER_CELLS, n, aligned,
+                words[2 * q], &words[2 * q + 1], scratch + queries + q * capacity, capacity);
     return;
   }
   int64_t q = block_id();

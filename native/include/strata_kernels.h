@@ -24,7 +24,7 @@
 #define STRATA_TOPK_AUTO 0     /* a decode step's band for n: see strata_topk_variant_for */
 #define STRATA_TOPK_REGISTER 1 /* the register kernel (host: a threshold-filtered min-heap) */
 #define STRATA_TOPK_WIDE 2     /* the wide kernel: a sampled threshold, then the candidates */
-#define STRATA_TOPK_OLD 3      /* the original kernel, the reference radix (STRATA_TOPK_OLD=1) */
+#define STRATA_TOPK_OLD 3      /* the original kernel (GPU: the reference radix; host: insertion) */
 
 /* Variants of strata_router_topk. */
 #define STRATA_ROUTER_FAST 0   /* vectorised max passes */

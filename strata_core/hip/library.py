@@ -295,18 +295,18 @@ class GpuKernels:
         """The top k of each row of ``scores`` (queries x n, or one row), all rows in each
         launch (topk_launches); ids and values come back in the shape of the rows, k a row."""
         code = variant_code("topk", variant)
-        rows = np.ascontiguousarray(scores, np.float32)
-        rows2 = rows.reshape(-1, rows.shape[-1])
-        queries, n = rows2.shape
+        scores = np.ascontiguousarray(scores, np.float32)
+        rows = scores.reshape(-1, scores.shape[-1])
+        queries, n = rows.shape
         if not 0 < k <= min(TOPK_MAX_K, n):
             raise StrataError(f"topk: k={k} is outside 1..{min(TOPK_MAX_K, n)} on the GPU")
         ids = np.empty((queries, k), np.int32)
         values = np.empty((queries, k), np.float32)
         rt, kernel = self.runtime, self.code.kernel("topk")
         with self._allocations() as take:
-            source, scratch = take(rows2.nbytes), take(topk_scratch_bytes(queries, k))
+            source, scratch = take(rows.nbytes), take(topk_scratch_bytes(queries, k))
             ids_at, values_at = take(ids.nbytes), take(values.nbytes)
-            rt.upload(source, rows2, self.stream)
+            rt.upload(source, rows, self.stream)
             arguments = {"scores": rt.address(source), "queries": queries, "n": n, "stride": n,
                          "k": k, "ids": rt.address(ids_at), "values": rt.address(values_at),
                          "variant": code, "scratch": rt.address(scratch)}  # fmt: skip
@@ -315,7 +315,7 @@ class GpuKernels:
                 for stage, grid in topk_launches(queries, n, variant)
             ]
             self.seconds = self._timed(launches, [(ids, ids_at), (values, values_at)])
-        shape = (*rows.shape[:-1], k)
+        shape = (*scores.shape[:-1], k)
         return ids.reshape(shape), values.reshape(shape)
 
     def read_bandwidth(self, nbytes: int, repeats: int = 5) -> float:

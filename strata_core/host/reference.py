@@ -24,6 +24,10 @@ def _order(values: np.ndarray) -> np.ndarray:
 
 
 def topk(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k best of one row, or of each row of a queries x n array."""
+    if scores.ndim == 2:
+        ids = np.stack([_order(row)[:k] for row in scores]).astype(np.int32)
+        return ids, np.take_along_axis(scores, ids, axis=1)
     ids = _order(scores)[:k]
     return ids.astype(np.int32), scores[ids]
 

@@ -2,8 +2,9 @@
 
 It reads the job (``job.pickle``) from FOLDER, loads the card's runtime, the plugin's code
 object and the prompt GEMM's vendor library, runs every call of the workload on the card
-(each timed on the GPU by events with the queue held, and from the host as a call), and leaves the results in ``results.npz`` and its answer in ``answer.json`` (with the lines
-the tuned dispatch said, for the parent to say). It checks nothing: the parent does, so
+(each timed on the GPU by events with the queue held, and from the host as a call), and
+leaves the results in ``results.npz`` and its answer in ``answer.json`` (with the lines the
+tuned dispatch said, for the parent to say). It checks nothing: the parent does, so
 that a runtime or library that crashes, aborts or hangs takes only this process down.
 """
 

@@ -99,8 +99,9 @@ def make_inputs(workload: Workload, seed: int = 0) -> Inputs:
     gemm_w = rng.standard_normal((w.hidden, w.ffn), dtype=np.float32)
     calls: list[Call] = []
 
-    def scores() -> np.ndarray:
-        return rng.standard_normal(w.context_cells, dtype=np.float32)
+    def scores(queries: int = 1) -> np.ndarray:
+        shape = (queries, w.context_cells) if queries > 1 else (w.context_cells,)
+        return rng.standard_normal(shape, dtype=np.float32)
 
     def logits(tokens: int) -> np.ndarray:
         return rng.standard_normal((tokens, w.experts), dtype=np.float32)
@@ -116,7 +117,7 @@ def make_inputs(workload: Workload, seed: int = 0) -> Inputs:
         x = rng.standard_normal((w.prompt_tokens, w.hidden), dtype=np.float32)
         calls.append(Call(name, "prompt_gemm", (x,)))
         calls.append(Call(name, "router_topk_prompt", (logits(w.prompt_tokens),)))
-        calls.append(Call(name, "topk_prompt", (scores(),)))
+        calls.append(Call(name, "topk_prompt", (scores(w.prompt_queries),)))
     return Inputs(workload, qs, d, gemm_w, tuple(calls))
 
 
@@ -238,9 +239,9 @@ def check(
     matvec = reports["matvec_q8_0"]
     matvec.bytes_read = inputs.qs.nbytes + inputs.d.nbytes
     matvec.amount = matvec.bytes_read / GB
-    for op in TOPK:
-        reports[op].amount = w.context_cells
-        reports[op].bytes_read = w.context_cells * 4
+    for op, queries in zip(TOPK, (1, w.prompt_queries), strict=True):
+        reports[op].amount = queries * w.context_cells
+        reports[op].bytes_read = queries * w.context_cells * 4
     reports["prompt_gemm"].amount = 2.0 * w.prompt_tokens * w.hidden * w.ffn / GB
     reports["prompt_gemm"].bytes_read = 4.0 * (w.prompt_tokens * w.hidden + w.hidden * w.ffn)
     return {name: report for name, report in reports.items() if report.seconds}
