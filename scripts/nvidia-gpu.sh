@@ -5,8 +5,11 @@
 #   scripts/nvidia-gpu.sh run       on the GPU machine (no index needed): installs strata and
 #                                   strata-cuda from dist/, and from .whl/ what the machine's
 #                                   Python lacks, beside its own numpy and PyTorch, then runs
-#                                   plugins, devices, plan, bench/plan_speed.py, run, run --json,
-#                                   bench/gpu_kernels.py and bench/gpu_gemm.py, then calibrates
+#                                   plugins, devices, plan, bench/plan_speed.py,
+#                                   bench/gpu_kernels.py, run with the deep-context and
+#                                   large-moe profiles, the host benches on this CPU (against
+#                                   ggml where its source travels in .ggml/ggml-src.tar.gz),
+#                                   run, run --json and bench/gpu_gemm.py, then calibrates
 #                                   cuBLASLt (strata-core tune), runs with and without the
 #                                   table (two runs each) and with a table naming a solution
 #                                   cuBLASLt refuses; outputs land in $OUT (default:
@@ -49,6 +52,27 @@ run | kernels)
     strata-core devices
     strata-core plan | head -4
     python3 "$repo/bench/plan_speed.py" | tee "$out/plan_speed.txt"
+    python3 "$repo/bench/gpu_kernels.py" | tee "$out/bench.txt"
+    for profile in deep-context large-moe; do
+        strata-core run --profile $profile | tee "$out/run-$profile.txt"
+    done
+    # the host kernels on this machine's CPU, against ggml's CPU backend where its source
+    # travels in .ggml/ (a tar of ggml-org/ggml's CMake files, include/ and src/)
+    python3 "$repo/bench/host_topk_bands.py" --threads 2 | tee "$out/host_topk_bands.txt"
+    ggml=()
+    if [ -f "$repo/.ggml/ggml-src.tar.gz" ]; then
+        mkdir -p /tmp/ggml-src
+        tar xzf "$repo/.ggml/ggml-src.tar.gz" -C /tmp/ggml-src
+        if cmake -S /tmp/ggml-src -B /tmp/ggml-build -DCMAKE_BUILD_TYPE=Release \
+            -DGGML_NATIVE=ON -DGGML_LLAMAFILE=ON -DBUILD_SHARED_LIBS=ON \
+            -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF >"$out/ggml-build.log" 2>&1 &&
+            make -C /tmp/ggml-build -j"$(nproc)" >>"$out/ggml-build.log" 2>&1; then
+            ggml=(--ggml /tmp/ggml-build)
+        else
+            echo "ggml did not build; the host bench runs without it" >&2
+        fi
+    fi
+    python3 "$repo/bench/host_kernels.py" --threads 2 "${ggml[@]}" | tee "$out/host_kernels.txt"
     if [ -z "${STRATA_CUBLASLT_LIBRARY:-}" ]; then
         lt=$(python3 -c 'import glob, os, torch
 print(next(iter(sorted(glob.glob(os.path.dirname(os.path.dirname(torch.__file__))
@@ -58,7 +82,6 @@ print(next(iter(sorted(glob.glob(os.path.dirname(os.path.dirname(torch.__file__)
     export XDG_DATA_HOME=$out/data  # where tune writes, and the next plan looks
     strata-core run
     strata-core run --json > "$out/run.json"
-    python3 "$repo/bench/gpu_kernels.py" | tee "$out/bench.txt"
     python3 "$repo/bench/gpu_gemm.py" | tee "$out/gemm.txt"
     strata-core tune
     table=$(ls "$XDG_DATA_HOME"/strata/tuning/*-cublaslt-*.txt)

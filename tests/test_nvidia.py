@@ -274,7 +274,7 @@ def test_no_nvml_without_an_nvidia_card(tmp_path, env, stand_in, with_driver):
     assert result.returncode == 0
     assert "warning" not in result.stderr
     assert (
-        f"strata-core: NVML not asked: no NVIDIA PCI display function under {root}"
+        f"strata-core: debug: NVML not asked: no NVIDIA PCI display function under {root}"
         in result.stderr.splitlines()
     )
 
@@ -307,9 +307,11 @@ def test_the_hip_runtime_is_asked_only_where_sysfs_shows_an_amd_gpu(
     lines = result.stderr.splitlines()
     crashed = any("HIP runtime probe failed (exit status -11" in line for line in lines)
     assert crashed == asked
-    assert any(line.startswith("strata-core: asking the HIP runtime: ") for line in lines) == asked
+    asking = "strata-core: debug: asking the HIP runtime: "
+    assert any(line.startswith(asking) for line in lines) == asked
     assert (
-        f"strata-core: HIP runtime not asked: no KFD GPU node and no AMD PCI display function "
+        f"strata-core: debug: HIP runtime not asked: no KFD GPU node and no AMD PCI display "
+        f"function "
         f"under {root}" in lines
     ) == (not asked)
 
