@@ -15,9 +15,11 @@ import time
 
 import numpy as np
 
+from strata_core.errors import StrataError
 from strata_core.host.library import HostLibrary
+from strata_core.host.platform import KERNEL_ISAS
 
-ISAS = ("baseline", "avx2", "avxvnni", "avx512vnni")
+ISAS = tuple(name for name, _ in reversed(KERNEL_ISAS))
 CELLS = (4096, 16384, 32768, 65536, 98304, 131072, 262144, 524288)
 KEPT = (8, 64, 256, 1024, 2048)
 
@@ -66,8 +68,13 @@ def main() -> None:
     best = lib.isa
     threads = lib.set_threads(args.threads)
     print(f"host library {lib.path.name}, {threads} threads, best instruction set {best}")
-    for isa in [args.isa] if args.isa else ISAS[: ISAS.index(best) + 1]:
-        lib.set_isa(isa)
+    for isa in [args.isa] if args.isa else ISAS:
+        try:
+            lib.set_isa(isa)
+        except StrataError as error:
+            if args.isa:
+                raise SystemExit(f"host_topk_bands: {error}") from None
+            continue
         edges(lib)
 
 

@@ -117,6 +117,8 @@ def run_json_forked(
     if not isinstance(answer, dict):
         raise ChildFailed(f"{what} printed no JSON object")
     return answer
+
+
 def answer_json(compute: Callable[[], Any]) -> None:
     """In a probe child: run ``compute`` with file descriptor 1 on stderr, so that native code
     that prints cannot spoil the answer, then write its JSON on the real stdout."""

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from . import __version__, log, profile
 from .answer_cache import Recorder
 from .context import KV_TYPES, OS_NAMES, PACKS, READERS
-from .context import KV_TYPES, OS_NAMES, PACKS
 from .digits import is_digits
 from .errors import StrataError
 

@@ -84,14 +84,14 @@ def get() -> Any:
     return _logger
 
 
-def _say(method: str, message: str, fields: dict[str, Any]) -> None:
-    if _NUMBERS[method] >= _NUMBERS[_settings["level"]]:
-        getattr(get(), method)(message, **fields)
-
-
 def says(level: str) -> bool:
     """Whether a line at ``level`` is said at the level in force (-q: not info)."""
     return _NUMBERS[level] >= _NUMBERS[_settings["level"]]
+
+
+def _say(method: str, message: str, fields: dict[str, Any]) -> None:
+    if says(method):
+        getattr(get(), method)(message, **fields)
 
 
 def info(message: str, **fields: Any) -> None:

@@ -238,7 +238,7 @@ def _undeclared(
     plugin: str,
 ) -> list[str]:
     """Warnings for STRATA_* variables that no switch of this card's build has."""
-    owners = {s.name: p for p, declared in manager.switch_declarations() for s in declared}
+    owners = {s.name: (p, s) for p, declared in manager.switch_declarations() for s in declared}
     documented = page_variables()
     warnings = []
     for where, names in (("the environment", user), (config_name, config_env)):
@@ -246,9 +246,13 @@ def _undeclared(
             if not name.startswith("STRATA_") or name in switches or name in CONTROL_VARIABLES:
                 continue
             if name in owners:
-                note: str | None = (
-                    f"is read only by the {owners[name]} build; {plugin} does not read it"
+                owner, switch = owners[name]
+                build = (
+                    f"engine's {' and '.join(b.upper() for b in switch.backends)}"
+                    if owner == CORE and switch.backends
+                    else owner
                 )
+                note: str | None = f"is read only by the {build} build; {plugin} does not read it"
             elif name in documented:
                 note = undeclared_note(name, plugin)
             else:

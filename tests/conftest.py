@@ -8,17 +8,34 @@ from pathlib import Path
 import pytest
 
 from strata_core.devices import DeviceScan, scan
+from strata_core.errors import StrataError
 from strata_core.host.library import HostLibrary
+from strata_core.host.platform import KERNEL_ISAS
 from strata_core.manager import PluginManager
 from strata_core.records import DetectionContext
 from strata_core.testing.pytest_plugin import clean_environment
 from strata_core.testing.sysfs import write_sysfs
 
 
-#: the host kernels' instruction sets, lowest first (strata_host.c), and those this CPU has:
-#: a test that depends on one names it and runs on each of these
-HOST_ISAS = ("baseline", "avx2", "avxvnni", "avx512vnni")
-CPU_HOST_ISAS = HOST_ISAS[: HOST_ISAS.index(HostLibrary().isa) + 1]
+def _cpu_host_isas() -> tuple[str, tuple[str, ...]]:
+    """The instruction set the host library starts with, and every one it runs on this CPU
+    (each by its own flags: an AVX-512 VNNI CPU may lack AVX-VNNI)."""
+    lib = HostLibrary()
+    best, has = lib.isa, []
+    for isa in HOST_ISAS:
+        try:
+            lib.set_isa(isa)
+        except StrataError:
+            continue
+        has.append(isa)
+    lib.set_isa(best)
+    return best, tuple(has)
+
+
+#: the host kernels' instruction sets, lowest first, and those this CPU has: a test that
+#: depends on one names it and runs on each of these
+HOST_ISAS = tuple(name for name, _ in reversed(KERNEL_ISAS))
+BEST_HOST_ISA, CPU_HOST_ISAS = _cpu_host_isas()
 
 
 @pytest.fixture(params=CPU_HOST_ISAS)

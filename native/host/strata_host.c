@@ -15,18 +15,28 @@ enum isa { ISA_UNSET, ISA_BASELINE, ISA_AVX2, ISA_AVXVNNI, ISA_AVX512VNNI };
 static const char *const isa_names[] = {"", "baseline", "avx2", "avxvnni", "avx512vnni"};
 static enum isa chosen_isa = ISA_UNSET;
 
-/* The best variant this CPU can run: the ceiling strata_set_isa checks against. */
-static enum isa best_isa(void) {
-    enum isa found = ISA_BASELINE;
+/* Whether this CPU has what the variant's code needs: each by its own flags, since an
+ * AVX-512 VNNI CPU may lack AVX-VNNI (Cascade Lake, Ice Lake, Zen 4). */
+static int cpu_has(enum isa isa) {
     __builtin_cpu_init();
     int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                __builtin_cpu_supports("f16c");
-    if (avx2) found = ISA_AVX2;
-    if (avx2 && __builtin_cpu_supports("avxvnni")) found = ISA_AVXVNNI;
-    if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
-        found = ISA_AVX512VNNI;
-    return found;
+    switch (isa) {
+    case ISA_BASELINE: return 1;
+    case ISA_AVX2: return avx2;
+    case ISA_AVXVNNI: return avx2 && __builtin_cpu_supports("avxvnni");
+    case ISA_AVX512VNNI:
+        return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+    default: return 0;
+    }
+}
+
+/* The best variant this CPU can run, what the library starts with. */
+static enum isa best_isa(void) {
+    enum isa isa = ISA_AVX512VNNI;
+    while (isa > ISA_BASELINE && !cpu_has(isa)) isa--;
+    return isa;
 }
 
 static enum isa detect_isa(void) {
@@ -37,7 +47,7 @@ static enum isa detect_isa(void) {
 int strata_set_isa(const char *name) {
     for (int isa = ISA_BASELINE; isa <= ISA_AVX512VNNI; ++isa) {
         if (name && !strcmp(name, isa_names[isa])) {
-            if ((enum isa)isa > best_isa()) return STRATA_E_ARGUMENT;
+            if (!cpu_has((enum isa)isa)) return STRATA_E_ARGUMENT;
             chosen_isa = (enum isa)isa;
             return STRATA_OK;
         }

@@ -40,15 +40,13 @@ def cpu_name(cpuinfo: Path = CPUINFO) -> str:
     return _cpuinfo_field("model name", cpuinfo) or platform.processor() or "CPU"
 
 
-def kernel_isa(lowest: str | None = None, cpuinfo: Path = CPUINFO) -> str:
-    """The variant the host library runs: the best the CPU has, or ``lowest`` if lower
-    (STRATA_HOST_ISA), as the library itself decides."""
+def kernel_isa(named: str | None = None, cpuinfo: Path = CPUINFO) -> str:
+    """The variant the host library runs: ``named`` (STRATA_HOST_ISA) where the CPU has what
+    it needs, else the best the CPU has, as the library itself decides (each variant by its
+    own flags: an AVX-512 VNNI CPU may lack AVX-VNNI)."""
     flags = cpu_flags(cpuinfo)
-    names = [name for name, _ in KERNEL_ISAS]
-    best = next(name for name, needed in KERNEL_ISAS if needed <= flags)
-    if lowest in names and names.index(lowest) > names.index(best):
-        return lowest
-    return best
+    has = [name for name, needed in KERNEL_ISAS if needed <= flags]
+    return named if named in has else has[0]
 
 
 def isa_level(cpuinfo: Path = CPUINFO) -> str:

@@ -9,7 +9,7 @@ from ..hookspec import hookimpl
 from ..kernels import router_choice
 from ..records import Claim, Device, KernelChoice, RunContext, Workload
 from ..switches import Switch
-from .platform import cpu_name, kernel_isa
+from .platform import KERNEL_ISAS, cpu_name, kernel_isa
 from .topk_bands import host_topk_choices
 
 strata_api_version = 1
@@ -18,7 +18,7 @@ HOST_TARGET = "host"
 SWITCHES = (
     Switch(
         "STRATA_HOST_ISA",
-        ("baseline", "avx2", "avxvnni", "avx512vnni"),
+        tuple(name for name, _ in reversed(KERNEL_ISAS)),
         "run the host kernels with this instruction set, up to the best the CPU has",
         False,
         "the best the CPU has",
