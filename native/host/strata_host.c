@@ -319,26 +319,31 @@ static void heap_select(item *heap, int k, const float *s, int64_t n) {
     }
 }
 
-/* Cells with a key at or above the threshold, up to cap (the count is returned in full). */
+/* Cell i into out[count] while there is room; every cell counts. */
+HOT void collect_one(item *out, int64_t cap, int64_t *count, float key, int64_t i) {
+    if (*count < cap) out[*count] = (item){key, (int32_t)i};
+    (*count)++;
+}
+
+/* The cells from ``from`` with a key at or above the threshold, up to cap, after ``count``
+ * collected already (the count is returned in full). */
+static int64_t collect_baseline(const float *s, int64_t from, int64_t n, float threshold,
+                                item *out, int64_t cap, int64_t count) {
+    for (int64_t i = from; i < n; i++)
+        if (key_of(s[i]) >= threshold) collect_one(out, cap, &count, key_of(s[i]), i);
+    return count;
+}
+
 __attribute__((target(AVX512)))
 static int64_t collect_avx512(const float *s, int64_t n, float threshold, item *out, int64_t cap) {
     int64_t count = 0, i = 0;
     for (; i + 16 <= n; i += 16) {
         __mmask16 above = _mm512_cmp_ps_mask(_mm512_loadu_ps(s + i), _mm512_set1_ps(threshold),
                                              _CMP_GE_OQ);
-        while (above) {
-            int lane = __builtin_ctz(above);
-            above &= above - 1;
-            if (count < cap) out[count] = (item){s[i + lane], (int32_t)(i + lane)};
-            count++;
-        }
+        for (; above; above &= above - 1)
+            collect_one(out, cap, &count, s[i + __builtin_ctz(above)], i + __builtin_ctz(above));
     }
-    for (; i < n; i++)
-        if (key_of(s[i]) >= threshold) {
-            if (count < cap) out[count] = (item){key_of(s[i]), (int32_t)i};
-            count++;
-        }
-    return count;
+    return collect_baseline(s, i, n, threshold, out, cap, count);
 }
 
 __attribute__((target("avx2,fma")))
@@ -351,30 +356,10 @@ static int64_t collect_avx2(const float *s, int64_t n, float threshold, item *ou
                                                        _CMP_GE_OQ)) |
             (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(s + i + 8), at_least,
                                                        _CMP_GE_OQ)) << 8;
-        while (above) {
-            int lane = __builtin_ctz(above);
-            above &= above - 1;
-            if (count < cap) out[count] = (item){s[i + lane], (int32_t)(i + lane)};
-            count++;
-        }
+        for (; above; above &= above - 1)
+            collect_one(out, cap, &count, s[i + __builtin_ctz(above)], i + __builtin_ctz(above));
     }
-    for (; i < n; i++)
-        if (key_of(s[i]) >= threshold) {
-            if (count < cap) out[count] = (item){key_of(s[i]), (int32_t)i};
-            count++;
-        }
-    return count;
-}
-
-static int64_t collect_baseline(const float *s, int64_t n, float threshold, item *out,
-                                int64_t cap) {
-    int64_t count = 0;
-    for (int64_t i = 0; i < n; i++)
-        if (key_of(s[i]) >= threshold) {
-            if (count < cap) out[count] = (item){key_of(s[i]), (int32_t)i};
-            count++;
-        }
-    return count;
+    return collect_baseline(s, i, n, threshold, out, cap, count);
 }
 
 /* Wide: the threshold that a strided sample puts about 2k cells above, then only the cells
@@ -398,7 +383,7 @@ static int wide_select(item *heap, int k, const float *s, int64_t n) {
     enum isa isa = detect_isa();
     int64_t count = isa == ISA_AVX512VNNI ? collect_avx512(s, n, threshold, candidates, cap)
                     : isa >= ISA_AVX2     ? collect_avx2(s, n, threshold, candidates, cap)
-                                          : collect_baseline(s, n, threshold, candidates, cap);
+                    : collect_baseline(s, 0, n, threshold, candidates, cap, 0);
     /* The vector collects skip NaN, whose key (-inf) a threshold of -inf would take. */
     if (count < k || count > cap || threshold == -INFINITY) {
         heap_select(heap, k, s, n);
