@@ -1,0 +1,199 @@
+"""The house in layers, read from the source by `ast` (imports at module level and inside
+functions alike): every module of strata_core lies in a layer, no layer imports one above it,
+and no two packages import each other, directly or around a ring."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import strata_core
+
+PACKAGE = Path(strata_core.__file__).parent
+#: the top level's own modules: the ground floor every layer may use
+GROUND = {
+    "strata_core",
+    "strata_core.answer_cache",
+    "strata_core.archdb",
+    "strata_core.child",
+    "strata_core.digits",
+    "strata_core.errors",
+    "strata_core.files",
+    "strata_core.library_search",
+    "strata_core.log",
+}
+#: the console script and `python -m strata_core`, above every command
+ENTRY = {"strata_core.launcher", "strata_core.__main__"}
+#: each package's floor (DESIGN.md: api <- plan <- run <- cli, the backends and the tables
+#: below plan); a package may import its own floor and those below it
+FLOORS = {
+    "api": 1,
+    "detect": 2,
+    "gpu": 2,
+    "hip": 2,
+    "cuda": 2,
+    "host": 2,
+    "blas": 2,
+    "tuning": 2,
+    "plan": 3,
+    "run": 4,
+    "testing": 4,
+    "cli": 5,
+}
+GROUND_FLOOR, ENTRY_FLOOR = 0, 6
+#: what the house still does against the rules above, each with its reason
+ALLOWED: dict[str, str] = {
+    "ring: blas <-> tuning": "not yet moved (issue 23)",
+    "ring: cuda <-> hip": "not yet moved (issue 23)",
+    "strata_core.arch_plugin: in no layer": "not yet moved (issue 23)",
+    "strata_core.claims: in no layer": "not yet moved (issue 23)",
+    "strata_core.config: in no layer": "not yet moved (issue 23)",
+    "strata_core.conformance: in no layer": "not yet moved (issue 23)",
+    "strata_core.context: in no layer": "not yet moved (issue 23)",
+    "strata_core.core_switches: in no layer": "not yet moved (issue 23)",
+    "strata_core.devices: in no layer": "not yet moved (issue 23)",
+    "strata_core.env_command: in no layer": "not yet moved (issue 23)",
+    "strata_core.gpu_runtime: in no layer": "not yet moved (issue 23)",
+    "strata_core.hook_types: in no layer": "not yet moved (issue 23)",
+    "strata_core.hookspec: in no layer": "not yet moved (issue 23)",
+    "strata_core.kernels: in no layer": "not yet moved (issue 23)",
+    "strata_core.manager: in no layer": "not yet moved (issue 23)",
+    "strata_core.packages: in no layer": "not yet moved (issue 23)",
+    "strata_core.pictures: in no layer": "not yet moved (issue 23)",
+    "strata_core.pipeline: in no layer": "not yet moved (issue 23)",
+    "strata_core.plan_command: in no layer": "not yet moved (issue 23)",
+    "strata_core.profile: in no layer": "not yet moved (issue 23)",
+    "strata_core.records: in no layer": "not yet moved (issue 23)",
+    "strata_core.report: in no layer": "not yet moved (issue 23)",
+    "strata_core.resolve: in no layer": "not yet moved (issue 23)",
+    "strata_core.run_command: in no layer": "not yet moved (issue 23)",
+    "strata_core.selection: in no layer": "not yet moved (issue 23)",
+    "strata_core.switches: in no layer": "not yet moved (issue 23)",
+    "strata_core.table_command: in no layer": "not yet moved (issue 23)",
+    "strata_core.tune_command: in no layer": "not yet moved (issue 23)",
+}
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = ["strata_core", *path.relative_to(PACKAGE).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def imports(name: str, path: Path, known: dict[str, Path]) -> Iterator[str]:
+    """The strata_core modules that ``name`` imports anywhere in its source."""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                origin = ".".join(base + ([node.module] if node.module else []))
+            else:
+                origin = node.module or ""
+            targets = [
+                f"{origin}.{alias.name}" if f"{origin}.{alias.name}" in known else origin
+                for alias in node.names
+            ]
+        else:
+            continue
+        for target in targets:
+            while target not in known and "." in target:
+                target = target.rsplit(".", 1)[0]
+            if target in known and target != name:
+                yield target
+
+
+def room(name: str) -> str | None:
+    """The layer a module lies in: its package, the ground, the entry, or None."""
+    if name in GROUND:
+        return "ground"
+    if name in ENTRY:
+        return "entry"
+    parts = name.split(".")
+    if len(parts) > 2 and parts[1] in FLOORS:
+        return parts[1]
+    if len(parts) == 2 and parts[1] in FLOORS:
+        return parts[1]
+    return None
+
+
+def floor(layer: str) -> int:
+    return {"ground": GROUND_FLOOR, "entry": ENTRY_FLOOR, **FLOORS}[layer]
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    return {name: set(imports(name, path, known)) for name, path in known.items()}
+
+
+def rings(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one package (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                top = stack.pop()
+                group.append(top)
+                if top == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def violations() -> set[str]:
+    edges = graph()
+    found = {f"{name}: in no layer" for name in edges if room(name) is None}
+    packages: dict[str, set[str]] = {}
+    for name, targets in edges.items():
+        here = room(name)
+        for target in targets:
+            there = room(target)
+            if here is None or there is None or here == there:
+                continue
+            packages.setdefault(here, set()).add(there)
+            if floor(there) > floor(here):
+                found.add(f"{name} -> {target}: {here} imports {there}, a higher layer")
+    found |= {"ring: " + " <-> ".join(group) for group in rings(packages)}
+    return found
+
+
+def test_the_layer_reader_sees_function_local_and_relative_imports(tmp_path, monkeypatch):
+    (tmp_path / "a.py").write_text("def f():\n    from .b import g\n")
+    (tmp_path / "b.py").write_text("from . import a as _a\n")
+    known = {"strata_core.x.a": tmp_path / "a.py", "strata_core.x.b": tmp_path / "b.py"}
+    assert list(imports("strata_core.x.a", tmp_path / "a.py", known)) == ["strata_core.x.b"]
+    assert list(imports("strata_core.x.b", tmp_path / "b.py", known)) == ["strata_core.x.a"]
+
+
+def test_a_ring_of_packages_is_found():
+    assert rings({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert rings({"a": {"b"}, "b": set()}) == []
+
+
+def test_every_module_in_a_layer_imports_downward_only_and_no_packages_form_a_ring():
+    assert violations() == set(ALLOWED)
