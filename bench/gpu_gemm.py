@@ -24,7 +24,7 @@ import torch
 from strata_core import profile
 from strata_core.blas.gemm import LIBRARIES, GemmShape, open_blas
 from strata_core.cuda.driver import CudaDriver, candidate_paths
-from strata_core.hip.library import GpuKernels, start_check
+from strata_core.gpu.library import GpuKernels, start_check
 from strata_core.manager import PluginManager
 from strata_core.run.card_tuning import BATCH, HOLD_BYTES, CardRunner, gemm_close
 from strata_core.tuning.tables import DEFAULT

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from strata_core.cuda.driver import CudaDriver, candidate_paths
-from strata_core.hip.library import GpuKernels, start_check
+from strata_core.gpu.library import GpuKernels, start_check
 from strata_core.host import q8, reference
 from strata_core.host.library import HostLibrary
 from strata_core.manager import PluginManager

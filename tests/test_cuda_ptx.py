@@ -5,10 +5,10 @@ import re
 
 import pytest
 
-from strata_core.cuda import ptx
+from strata_core.gpu import ptx
 from strata_core.errors import StrataError
-from strata_core.hip import abi
-from strata_core.hip.library import ABI_VERSION, launch_problems
+from strata_core.gpu import abi
+from strata_core.gpu.library import ABI_VERSION, launch_problems
 from strata_core.manager import PluginManager
 
 LIBRARY = PluginManager.discover({}).kernel_libraries()["cuda"]

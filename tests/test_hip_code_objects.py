@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from strata_core import archdb
-from strata_core.hip import abi, code_object
-from strata_core.hip.library import ABI_VERSION
+from strata_core.gpu import abi, code_object
+from strata_core.gpu.library import ABI_VERSION
 from strata_core.manager import PluginManager
 from strata_core.records import KernelLibrary
 

@@ -11,7 +11,7 @@ import cffi
 import numpy as np
 import pytest
 
-from strata_core.hip.library import topk_launches, topk_scratch_bytes
+from strata_core.gpu.library import topk_launches, topk_scratch_bytes
 from strata_core.host import q8, reference
 
 ROOT = Path(__file__).resolve().parent.parent

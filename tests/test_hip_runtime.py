@@ -17,9 +17,9 @@ from cli_runner import strata_core
 from test_hip_probe import needs_debian_hip
 
 from strata_core.errors import StrataError
-from strata_core.gpu_runtime import Card
-from strata_core.hip import abi
-from strata_core.hip.library import VARIANTS, GpuKernels, start_check
+from strata_core.gpu.runtime import Card
+from strata_core.gpu import abi
+from strata_core.gpu.library import VARIANTS, GpuKernels, start_check
 from strata_core.hip.runtime import HipError, HipRuntime
 from strata_core.manager import PluginManager
 from strata_core.records import KernelLibrary

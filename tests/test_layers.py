@@ -45,7 +45,6 @@ GROUND_FLOOR, ENTRY_FLOOR = 0, 6
 #: what the house still does against the rules above, each with its reason
 ALLOWED: dict[str, str] = {
     "ring: blas <-> tuning": "not yet moved (issue 23)",
-    "ring: cuda <-> hip": "not yet moved (issue 23)",
     "strata_core.arch_plugin: in no layer": "not yet moved (issue 23)",
     "strata_core.claims: in no layer": "not yet moved (issue 23)",
     "strata_core.config: in no layer": "not yet moved (issue 23)",
@@ -54,7 +53,6 @@ ALLOWED: dict[str, str] = {
     "strata_core.core_switches: in no layer": "not yet moved (issue 23)",
     "strata_core.devices: in no layer": "not yet moved (issue 23)",
     "strata_core.env_command: in no layer": "not yet moved (issue 23)",
-    "strata_core.gpu_runtime: in no layer": "not yet moved (issue 23)",
     "strata_core.hook_types: in no layer": "not yet moved (issue 23)",
     "strata_core.hookspec: in no layer": "not yet moved (issue 23)",
     "strata_core.kernels: in no layer": "not yet moved (issue 23)",

@@ -12,7 +12,7 @@ import pytest
 from cli_runner import strata_core
 
 from strata_core.detect import nvidia
-from strata_core.hip import abi
+from strata_core.gpu import abi
 from strata_core.testing.sysfs import R9700, write_nvidia_gpu, write_sysfs
 
 TINY = Path(__file__).parent / "fixtures" / "profiles" / "tiny.toml"

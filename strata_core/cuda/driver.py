@@ -1,6 +1,6 @@
 """The NVIDIA driver (libcuda.so.1) bound through cffi in ABI mode: the declarations of
 native/include/strata_cuda_driver.h, compiled into _cuda_ffi at install. It implements
-strata_core.gpu_runtime.GpuRuntime on the device's primary context."""
+strata_core.gpu.runtime.GpuRuntime on the device's primary context."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import StrataError
-from ..gpu_runtime import Card, launch_extra
+from ..gpu.runtime import Card, launch_extra
 from ..library_search import candidates as library_candidates
 from ..library_search import load_first
 
@@ -148,7 +148,7 @@ class CudaDriver:
     def launch(
         self, function: Any, grid: int, block: int, args: bytes, stream: Any, name: str
     ) -> None:
-        """Launch with the argument buffer packed by strata_core.hip.abi (the "extra" form)."""
+        """Launch with the argument buffer packed by strata_core.gpu.abi (the "extra" form)."""
         extra, *_kept = launch_extra(self.ffi, args, CU_LAUNCH_PARAM_END)
         status = self.lib.cuLaunchKernel(
             function, grid, 1, 1, block, 1, 1, 0, stream, self.ffi.NULL, extra

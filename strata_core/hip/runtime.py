@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import StrataError
-from ..gpu_runtime import Card, launch_extra
+from ..gpu.runtime import Card, launch_extra
 from .binding import HIP_ERROR_NO_DEVICE, HIP_SUCCESS, device_facts, open_runtime
 
 HIP_LAUNCH_PARAM_END = 0x03
@@ -71,7 +71,7 @@ class HipRuntime:
         return function[0]
 
     def launch(self, function, grid: int, block: int, args: bytes, stream, name: str) -> None:
-        """Launch with the argument buffer packed by strata_core.hip.abi (the "extra" form)."""
+        """Launch with the argument buffer packed by strata_core.gpu.abi (the "extra" form)."""
         extra, *_kept = launch_extra(self.ffi, args, HIP_LAUNCH_PARAM_END)
         status = self.lib.hipModuleLaunchKernel(
             function, grid, 1, 1, block, 1, 1, 0, stream, self.ffi.NULL, extra

@@ -23,7 +23,7 @@ import attrs
 import numpy as np
 
 from ..blas.gemm import BlasGemm, GemmShape
-from ..hip.library import GpuKernels
+from ..gpu.library import GpuKernels
 from ..tuning.calibrate import Case, Runner
 from .gpu_backend import GpuCard, HalfGemm
 from .gpu_child import ANSWER, CONTACT, JOB

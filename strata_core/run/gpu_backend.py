@@ -10,8 +10,8 @@ import numpy as np
 
 from ..blas.gemm import PATHS, BlasGemm, GemmShape, open_blas
 from ..errors import NoGpuRun, StrataError
-from ..gpu_runtime import Card, GpuRuntime
-from ..hip.library import GpuKernels, start_check
+from ..gpu.runtime import Card, GpuRuntime
+from ..gpu.library import GpuKernels, start_check
 from ..records import KernelLibrary
 from ..tuning.tables import DEFAULT
 
@@ -149,7 +149,7 @@ def open_gpu(card: GpuCard, hold_bytes: int = 0) -> OpenedGpu:
     from ..cuda.driver import CudaDriver
 
     if isinstance(runtime, CudaDriver):  # an older driver refuses the PTX: say so before a load
-        from ..cuda.ptx import driver_refusal
+        from ..gpu.ptx import driver_refusal
 
         refusal = driver_refusal(code, runtime.version(), runtime.path)
         if refusal:

@@ -1,7 +1,7 @@
 """A plugin's code object for one card: the start check of AMD_HIP.md ("compare each GPU
 with the architectures the binary was compiled for and require its wave size"), then the
 ABI's operations as numpy calls, launched through the card's runtime (the HIP runtime or the
-CUDA driver: strata_core.gpu_runtime) and timed by its events."""
+CUDA driver: strata_core.gpu.runtime) and timed by its events."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import archdb
 from ..errors import StrataError
-from ..gpu_runtime import Card, GpuRuntime
+from .runtime import Card, GpuRuntime
 from ..host._host_ffi import ffi as kernel_abi
 from ..host.q8 import check_matvec_shapes
 from ..records import KernelLibrary
@@ -77,7 +77,7 @@ def runnable_target(library: KernelLibrary, target: str) -> str | None:
 def read_code(path: Path) -> code_object.CodeObject:
     """A code object of either kind: a PTX module, or an AMDGPU ELF."""
     if path.suffix == ".ptx":
-        from ..cuda import ptx
+        from . import ptx
 
         return ptx.read(path)
     return code_object.read(path)

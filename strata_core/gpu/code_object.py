@@ -1,5 +1,5 @@
 """What a GPU code object says about itself, read without a GPU: the records below, shared
-with the CUDA backend's PTX reader (strata_core.cuda.ptx), and the HIP code object reader (its
+with the CUDA backend's PTX reader (strata_core.gpu.ptx), and the HIP code object reader (its
 ELF: the target, the ABI version and operations it exports, and each kernel's metadata from
 NT_AMDGPU_METADATA)."""
 

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from ..errors import StrataError
-from ..hip.code_object import KERNEL_PREFIX, CodeObject, Kernel, KernelArg
+from .code_object import KERNEL_PREFIX, CodeObject, Kernel, KernelArg
 
 #: PTX's own word for a parameter whose kind it does not record
 PARAM = "param"

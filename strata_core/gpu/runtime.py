@@ -1,6 +1,6 @@
 """One GPU runtime interface with two implementations: the HIP runtime
 (strata_core.hip.runtime) and the CUDA driver (strata_core.cuda.driver). The kernel library's
-launcher (strata_core.hip.library.GpuKernels) drives either through these calls."""
+launcher (strata_core.gpu.library.GpuKernels) drives either through these calls."""
 
 from __future__ import annotations
 
