@@ -636,6 +636,7 @@ def plan_request(
 def _devices(request: PlanRequest, as_json: bool, verbose: bool) -> int:
     from . import config as run_config
     from .context import this_os
+    from .gpu.backends import backend_for
     from .pipeline import detect
     from .report import SCHEMA_VERSION, device_dict, devices_text, warn
 
@@ -650,7 +651,7 @@ def _devices(request: PlanRequest, as_json: bool, verbose: bool) -> int:
                 {
                     "schema_version": SCHEMA_VERSION,
                     "devices": rows,
-                    "backend": "cuda" if selection.vendor == "nvidia" else "hip",
+                    "backend": backend_for(selection.vendor) or "hip",
                     "selected": list(selection.indices),
                     "selection_reason": selection.reason,
                     "notes": list(notes),

@@ -125,7 +125,8 @@ class _Checker:
                 yield f"strata_select_kernels gives a choice without a variant or reason on {where}"
 
     def _kernel_library(self, targets: tuple[str, ...]) -> Iterator[str]:
-        from .gpu.library import launch_problems, read_code
+        from .gpu.backends import read_code
+        from .gpu.library import launch_problems
 
         library = self.manager.kernel_libraries((self.name,)).get(self.name)
         if library is None:

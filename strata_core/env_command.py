@@ -64,6 +64,7 @@ def _first_line(path: Path) -> str | None:
 
 def report(request: PlanRequest) -> dict:
     """Everything the report holds, as JSON-ready data."""
+    from .gpu.backends import backend_for
     from .host.platform import cpu_name, isa_level, kernel_isa
     from .report import SCHEMA_VERSION, device_dict
     from .tuning import versions
@@ -99,7 +100,7 @@ def report(request: PlanRequest) -> dict:
             device_dict(a, detected.selection, os_label, env) for a in detected.assignments
         ],
         "selected": list(detected.selection.indices),
-        "backend": "cuda" if detected.selection.vendor == "nvidia" else "hip",
+        "backend": backend_for(detected.selection.vendor) or "hip",
         "variables": {k: v for k, v in sorted(env.items()) if k.startswith(ENV_PREFIXES)},
         "run_config": {
             "path": str(path) if path else None,

@@ -307,6 +307,7 @@ def run_settings(
     library, the runtimes to try, the prompt GEMM library's files and the time the GPU run
     may take."""
     from .blas.gemm import library_paths
+    from .gpu.backends import runtime_candidates
 
     library = None
     gemm_libraries: tuple[str, ...] = ()
@@ -324,19 +325,6 @@ def run_settings(
         gemm_libraries=gemm_libraries,
         contact_timeout_s=seconds_variable(env, "STRATA_HIP_PROBE_TIMEOUT", 15.0),
     )
-
-
-def runtime_candidates(backend: str, env: Mapping[str, str]) -> list[str]:
-    """The libraries a GPU run of ``backend`` tries, in order; none for the host."""
-    if backend == "cuda":
-        from .cuda.driver import candidate_paths as cuda_paths
-
-        return cuda_paths(env)
-    if backend == "hip":
-        from .hip.binding import candidate_paths as hip_paths
-
-        return hip_paths(env)
-    return []
 
 
 def library_versions(request: PlanRequest, plan: Plan) -> dict:

@@ -10,6 +10,7 @@ import attrs
 from . import archdb, packages
 from .answer_cache import Recorder
 from .archdb import SupportStatus
+from .gpu.backends import backend_for
 from .core_switches import CONTROL_VARIABLES, page_variables, undeclared_note
 from .kernels import with_tables
 from .manager import PluginManager
@@ -22,10 +23,12 @@ from .tuning.versions import LibraryVersion
 
 CORE = "core"
 HOST = "host"
-#: the backend that runs a device of each vendor (AMD_HIP.md: "Setup picks --backend hip by
-#: itself on a PC with no NVIDIA card Strata can use")
-BACKENDS = {"amd": "hip", "nvidia": "cuda", "cpu": HOST}
 DEFAULT_WORKLOAD = Workload()
+
+
+def backend_of(device: Device) -> str:
+    """What runs a device: its vendor's GPU backend (strata_core.gpu.backends), else the host."""
+    return backend_for(device.vendor) or HOST
 
 
 @attrs.frozen
@@ -104,7 +107,7 @@ class Plan:
     @property
     def backend(self) -> str:
         """What runs: ``hip`` on an AMD card, ``cuda`` on an NVIDIA card, else ``host``."""
-        return BACKENDS[self.device.vendor]
+        return backend_of(self.device)
 
     def verbose(self, library: str) -> bool:
         """STRATA_HIPBLASLT_VERBOSE=1 / STRATA_ROCBLAS_VERBOSE=1, wherever the user set it."""
@@ -172,7 +175,7 @@ def build_plan(
     """
     plugins = (CORE, plugin)
     switches, warnings = declarations(manager, plugins)
-    backend = BACKENDS[device.vendor]
+    backend = backend_of(device)
     if backend != HOST:  # a GPU backend's plan holds no other backend's switches
         switches = {n: s for n, s in switches.items() if not s.backends or backend in s.backends}
     flags = {n for n, s in switches.items() if s.is_arg}
@@ -201,7 +204,7 @@ def build_plan(
     warnings += problems
     warnings += _undeclared(manager, user, config_env, switches, config_name, plugin)
     package, pictures = None, None
-    if BACKENDS[device.vendor] == "hip":
+    if backend == "hip":
         pictures = picture_reader(device, context.os, context.vision)
         package = packages.package_for(device.gfx, context.os)
         if package is None and packages.opted_in(device.gfx, context.os, user):

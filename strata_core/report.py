@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from . import log, packages
 from .claims import Assignment
 from .manager import PluginRecord, PluginStatus
-from .plan import BACKENDS
+from .plan import backend_of
 from .records import KernelLibrary
 from .selection import Selection
 
@@ -92,7 +92,7 @@ def device_dict(
     return {
         "index": d.index,
         "vendor": d.vendor,
-        "backend": BACKENDS[d.vendor],
+        "backend": backend_of(d),
         "name": d.name,
         "gfx": d.gfx,
         "physical_gfx": d.physical_gfx,

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import archdb
 from ..errors import StrataError
+from .backends import read_code
 from .runtime import Card, GpuRuntime
 from ..host._host_ffi import ffi as kernel_abi
 from ..host.q8 import check_matvec_shapes
@@ -72,15 +73,6 @@ def runnable_target(library: KernelLibrary, target: str) -> str | None:
     if target in library.code_objects:
         return target
     return archdb.newest_ptx_for(library.code_objects, target)
-
-
-def read_code(path: Path) -> code_object.CodeObject:
-    """A code object of either kind: a PTX module, or an AMDGPU ELF."""
-    if path.suffix == ".ptx":
-        from . import ptx
-
-        return ptx.read(path)
-    return code_object.read(path)
 
 
 def start_check(plugin: str, library: KernelLibrary, gpu: Card) -> code_object.CodeObject:

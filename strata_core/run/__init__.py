@@ -26,10 +26,11 @@ import numpy as np
 from ..log import says
 from ..blas.gemm import PATHS
 from ..errors import NoGpuRun, StrataError
+from ..gpu.backends import BACKENDS
 from ..plan import HostRun, Plan, RunSettings
 from ..records import KernelChoice
 from ..tuning.dispatch import say
-from .gpu_backend import RUNTIME_NAMES, GpuCard
+from .gpu_backend import GpuCard
 from .gpu_child import ANSWER, CONTACT, JOB, RESULTS, GpuJob, unflatten
 from .workload import check, execute, make_inputs, read_bandwidth, wall_clock
 
@@ -49,7 +50,7 @@ class RunOutcome:
 def run_workload(plan: Plan, backend: str, log: Callable[[str], None] = print) -> RunOutcome:
     """Run ``plan``'s workload on ``backend`` (``hip``, ``cuda`` or ``host``). ``log`` takes
     the lines said on the way (a card that cannot run, the host table's start lines)."""
-    if backend in RUNTIME_NAMES:
+    if backend in BACKENDS:
         try:
             return run_on_gpu(plan)
         except NoGpuRun as why:
@@ -204,7 +205,7 @@ def run_on_gpu(plan: Plan) -> RunOutcome:
         decision.loaded if decision else None,
         path is not None and plan.verbose(path.library),
     )
-    what = f"the GPU run ({RUNTIME_NAMES[plan.backend]} {_runtimes(settings)})"
+    what = f"the GPU run ({BACKENDS[plan.backend].runtime_name} {_runtimes(settings)})"
     with gpu_child(CHILD, job, settings, what) as (answer, where):
         with np.load(where / RESULTS) as arrays:
             results = unflatten(dict(arrays), answer["seconds"])
@@ -245,7 +246,7 @@ def _check_gpu(
     blas = f"{gemm['library']} {gemm['version']} ({gemm['path']}); " if gemm else ""
     headline = (
         f"GPU backend: {plan.plugin} {code.name} on {answer['card']} ({answer['target']}), "
-        f"{RUNTIME_NAMES[plan.backend]} {answer['runtime']}; {blas}card read "
+        f"{BACKENDS[plan.backend].runtime_name} {answer['runtime']}; {blas}card read "
         f"{read_gbs:,.1f} GB/s; workload {settings.workload.name}; every result checked "
         "against the host backend"
     )
@@ -336,6 +337,6 @@ def tune_on_card(
         repeats,
         min_gain,
     )
-    what = f"the calibration on the card ({RUNTIME_NAMES[plan.backend]} {_runtimes(settings)})"
+    what = f"the calibration on the card ({BACKENDS[plan.backend].runtime_name} {_runtimes(settings)})"
     with gpu_child("strata_core.run.card_tuning", job, settings, what, progress) as (answer, _):
         return answer

@@ -10,24 +10,11 @@ import numpy as np
 
 from ..blas.gemm import PATHS, BlasGemm, GemmShape, open_blas
 from ..errors import NoGpuRun, StrataError
-from ..gpu.runtime import Card, GpuRuntime
+from ..gpu.backends import BACKENDS, load_runtime
+from ..gpu.runtime import Card
 from ..gpu.library import GpuKernels, start_check
 from ..records import KernelLibrary
 from ..tuning.tables import DEFAULT
-
-#: the runtime each backend loads, and what a message calls it
-RUNTIME_NAMES = {"hip": "HIP runtime", "cuda": "CUDA driver"}
-
-
-def load_runtime(backend: str, candidates: Sequence[str]) -> GpuRuntime:
-    if backend == "cuda":
-        from ..cuda.driver import CudaDriver
-
-        return CudaDriver(candidates)
-    from ..hip.runtime import HipRuntime
-
-    return HipRuntime(candidates)
-
 
 class HalfGemm:
     """The prompt GEMM's reference on a GPU: the product of the same half values."""
@@ -138,7 +125,7 @@ def open_gpu(card: GpuCard, hold_bytes: int = 0) -> OpenedGpu:
         runtime = load_runtime(backend, card.runtimes)
     except StrataError as exc:
         raise NoGpuRun(str(exc)) from None
-    what = f"the {RUNTIME_NAMES[backend]} {runtime.path}"
+    what = f"the {BACKENDS[backend].runtime_name} {runtime.path}"
     count = runtime.device_count()
     if count == 0:
         raise NoGpuRun(f"{what} reports no device")
@@ -146,12 +133,10 @@ def open_gpu(card: GpuCard, hold_bytes: int = 0) -> OpenedGpu:
         raise NoGpuRun(f"{what} reports {count} device(s), none at index {index}")
     gpu = runtime.card(index)
     code = start_check(plugin, library, gpu)
-    from ..cuda.driver import CudaDriver
-
-    if isinstance(runtime, CudaDriver):  # an older driver refuses the PTX: say so before a load
+    if backend == "cuda":  # an older driver refuses the PTX: say so before a load
         from ..gpu.ptx import driver_refusal
 
-        refusal = driver_refusal(code, runtime.version(), runtime.path)
+        refusal = driver_refusal(code, runtime.version(), runtime.path)  # type: ignore[attr-defined]
         if refusal:
             raise StrataError(refusal)
     return OpenedGpu(GpuKernels(runtime, code, gpu, hold_bytes=hold_bytes), gpu, runtime.path)
