@@ -26,6 +26,7 @@ HIP_SOURCES = (
 #: out-of-line cffi module: the header it declares
 FFI_MODULES = {
     Path("strata_core/host/_host_ffi.py"): HEADER,
+    Path("strata_core/gpu/_abi_ffi.py"): HEADER,
     Path("strata_core/hip/_hip_ffi.py"): Path("native/include/strata_hip_runtime.h"),
     Path("strata_core/cuda/_cuda_ffi.py"): Path("native/include/strata_cuda_driver.h"),
     Path("strata_core/cuda/_nvml_ffi.py"): Path("native/include/strata_nvml.h"),

@@ -17,10 +17,10 @@ from .. import archdb
 from ..errors import StrataError
 from .backends import read_code
 from .runtime import Card, GpuRuntime
-from ..host._host_ffi import ffi as kernel_abi
 from ..host.q8 import check_matvec_shapes
 from ..records import KernelLibrary
 from . import abi, code_object
+from ._abi_ffi import ffi as kernel_abi
 
 ABI_VERSION = kernel_abi.integer_const("STRATA_KERNEL_ABI_VERSION")
 ROUTER_MAX_K = kernel_abi.integer_const("STRATA_ROUTER_MAX_K")
