@@ -306,7 +306,7 @@ def run_settings(
     """What the workload runs with: its shape, threads, and on a card the plugin's kernel
     library, the runtimes to try, the prompt GEMM library's files and the time the GPU run
     may take."""
-    from .blas.gemm import library_paths
+    from .tuning.libraries import library_paths
     from .gpu.backends import runtime_candidates
 
     library = None

@@ -156,7 +156,7 @@ def tune_host(
 def card_plan(args: argparse.Namespace, env: Mapping[str, str]):
     """The plan of a run on this PC's card whose prompt GEMMs run through a vendor library,
     or None where the host backend runs."""
-    from .blas.gemm import PATHS, calibrated_path
+    from .tuning.libraries import PATHS, calibrated_path
     from .pipeline import PlanRequest, make_plan
 
     request = PlanRequest(env=env, sysfs=args.sysfs, profile=args.profile, for_run=True)
@@ -192,7 +192,7 @@ def tune_card(
     min_gain: float,
 ) -> int:
     """Calibrate the plan's prompt GEMM library on its card and write its table."""
-    from .blas.gemm import LIBRARIES, PATHS, calibrated_path
+    from .tuning.libraries import LIBRARIES, PATHS, calibrated_path
     from .pipeline import seconds_variable
     from .run import tune_on_card
     from .tuning import versions

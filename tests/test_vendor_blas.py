@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from cli_runner import strata_core
 
-from strata_core.blas.gemm import GemmShape, open_blas
+from strata_core.blas.gemm import GemmShape
+from strata_core.blas.open import open_blas
 from strata_core.cuda.driver import CudaDriver
 from strata_core.hip.runtime import HipRuntime
 from strata_core.testing.sysfs import (

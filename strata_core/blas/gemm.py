@@ -4,14 +4,12 @@ default or with one named solution, and the solutions the library lists for a sh
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import attrs
 
-from .. import archdb
-from ..library_search import candidates
-from ..tuning.tables import CUBLASLT, HIPBLASLT, ROCBLAS, Kind
+from ..tuning.tables import Kind
 
 #: workspace a Lt library may use for one GEMM (what cuBLAS asks for on Hopper: 32 MiB)
 WORKSPACE_BYTES = 32 << 20
@@ -50,105 +48,3 @@ class BlasGemm(Protocol):
         alone. It, or making it, raises SolutionRefused where the library refuses."""
 
     def close(self) -> None: ...
-
-
-@attrs.frozen
-class BlasLibrary:
-    """A library a prompt GEMM path runs through: its table kind, the variable that names
-    its file, the sonames tried otherwise, and whether it is a ROCm library (also looked for
-    under $ROCM_PATH/lib and /opt/rocm/lib)."""
-
-    kind: Kind
-    variable: str
-    sonames: tuple[str, ...]
-    rocm: bool
-
-    def files(self, env: Mapping[str, str]) -> tuple[str, ...]:
-        """The file the variable names, else each soname (and, for a ROCm library, under
-        $ROCM_PATH/lib and /opt/rocm/lib)."""
-        if self.rocm:
-            return tuple(candidates(env, self.variable, self.sonames))
-        return (env[self.variable],) if env.get(self.variable) else self.sonames
-
-
-LIBRARIES = {
-    "hipblaslt": BlasLibrary(
-        HIPBLASLT,
-        "STRATA_HIPBLASLT_LIBRARY",
-        ("libhipblaslt.so.1", "libhipblaslt.so.0", "libhipblaslt.so"),
-        rocm=True,
-    ),
-    "rocblas": BlasLibrary(
-        ROCBLAS,
-        "STRATA_ROCBLAS_LIBRARY",
-        ("librocblas.so.5", "librocblas.so.4", "librocblas.so"),
-        rocm=True,
-    ),
-    "cublaslt": BlasLibrary(
-        CUBLASLT,
-        "STRATA_CUBLASLT_LIBRARY",
-        ("libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so.11"),
-        rocm=False,
-    ),
-}
-
-
-@attrs.frozen
-class GemmPath:
-    """How a prompt GEMM path of a plan runs on a card: the library, the operand type, and
-    the plan's table decision it takes (None: it takes no table)."""
-
-    library: str
-    dtype: str
-    table: str | None
-
-
-#: AMD_HIP.md: plain hipBLAS (on AMD cards hipBLAS is rocBLAS underneath: "hipBLAS (rocBLAS
-#: with gfx906 kernels)"), or hipBLASLt with its table; rocBLAS on gfx103x, its table for the
-#: FP16 route; SGEMM widens both inputs. On NVIDIA cards, cuBLASLt.
-PATHS = {
-    "cublaslt": GemmPath("cublaslt", "f16", "cublaslt"),
-    "hipblas": GemmPath("rocblas", "f16", None),
-    "hipblaslt": GemmPath("hipblaslt", "f16", "hipblaslt"),
-    "hipblas-sgemm": GemmPath("rocblas", "f32", None),
-    "rocblas": GemmPath("rocblas", "f16", None),
-    "rocblas-f16": GemmPath("rocblas", "f16", "rocblas"),
-    "rocblas-f16+sgemm": GemmPath("rocblas", "f16", "rocblas"),
-    "rocblas-sgemm": GemmPath("rocblas", "f32", None),
-}
-
-
-def calibrated_path(path: str, gfx: str) -> str | None:
-    """The path whose library a card's tuning table serves, for a plan's path on ``gfx``:
-    hipBLASLt where the card takes a hipBLASLt table (plain hipBLAS becomes hipBLASLt with
-    one), rocBLAS's FP16 route on gfx103x, cuBLASLt; None where the card takes no table."""
-    arch = archdb.lookup(gfx)
-    library = arch.table_library if arch else None
-    if path == "cublaslt":
-        return path
-    if path in ("hipblas", "hipblaslt") and library == archdb.HIPBLASLT:
-        return "hipblaslt"
-    if path.startswith("rocblas") and library == archdb.ROCBLAS:
-        return "rocblas-f16"
-    return None
-
-
-def library_paths(path: str, env: Mapping[str, str]) -> tuple[str, ...]:
-    """The files a prompt GEMM path's library is loaded from, in order; none for a path the
-    kernel library runs (STRATA_PF_GEMM's WMMA GEMM)."""
-    if path not in PATHS:
-        return ()
-    return LIBRARIES[PATHS[path].library].files(env)
-
-
-def open_blas(path: str, files: Sequence[str], runtime) -> BlasGemm:
-    """The library of prompt GEMM path ``path``, loaded from the first of ``files`` that
-    loads, on the runtime's current device. StrataError when none loads."""
-    chosen = PATHS[path]
-    if chosen.library == "rocblas":
-        from .rocblas import RocblasGemm
-
-        return RocblasGemm(files, runtime, chosen.dtype)
-    from .lt import CUBLASLT_API, HIPBLASLT_API, LtGemm
-
-    return LtGemm(CUBLASLT_API if chosen.library == "cublaslt" else HIPBLASLT_API, files, runtime)

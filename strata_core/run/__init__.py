@@ -24,12 +24,12 @@ import attrs
 import numpy as np
 
 from ..log import says
-from ..blas.gemm import PATHS
 from ..errors import NoGpuRun, StrataError
 from ..gpu.backends import BACKENDS
 from ..plan import HostRun, Plan, RunSettings
 from ..records import KernelChoice
 from ..tuning.dispatch import say
+from ..tuning.libraries import PATHS
 from .gpu_backend import GpuCard
 from .gpu_child import ANSWER, CONTACT, JOB, RESULTS, GpuJob, unflatten
 from .workload import check, execute, make_inputs, read_bandwidth, wall_clock
@@ -325,7 +325,7 @@ def tune_on_card(
     """Calibrate the library of prompt GEMM path ``path`` on the plan's card
     (strata_core.run.card_tuning); the child's answer: the table's text, its architecture and
     version, each case's times."""
-    from ..blas.gemm import library_paths
+    from ..tuning.libraries import library_paths
     from .card_tuning import CardTuneJob
 
     settings, _ = _settings(plan)

@@ -125,7 +125,7 @@ gemm_close = partial(close_to, tolerance=HalfGemm.tolerance)
 
 
 def run(folder: Path) -> dict:
-    from ..blas.gemm import open_blas
+    from ..blas.open import open_blas
     from ..errors import NoGpuRun, StrataError
     from ..tuning.calibrate import calibrate
     from ..tuning.tables import render

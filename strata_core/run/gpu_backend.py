@@ -8,12 +8,14 @@ from collections.abc import Callable, Sequence
 import attrs
 import numpy as np
 
-from ..blas.gemm import PATHS, BlasGemm, GemmShape, open_blas
+from ..blas.gemm import BlasGemm, GemmShape
+from ..blas.open import open_blas
 from ..errors import NoGpuRun, StrataError
 from ..gpu.backends import BACKENDS, load_runtime
 from ..gpu.runtime import Card
 from ..gpu.library import GpuKernels, start_check
 from ..records import KernelLibrary
+from ..tuning.libraries import PATHS
 from ..tuning.tables import DEFAULT
 
 class HalfGemm:

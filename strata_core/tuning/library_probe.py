@@ -8,9 +8,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..blas.gemm import LIBRARIES
 from ..child import answer_json
 from ..library_search import load_first, unloadable
+from .libraries import LIBRARIES
 
 CDEF = """
 typedef void *hipblasLtHandle_t;

@@ -9,9 +9,9 @@ import attrs
 
 from .. import library_search
 from ..answer_cache import Recorder
-from ..blas.gemm import LIBRARIES
 from ..child import ChildFailed, child_environment, run_json_module
 from ..errors import StrataError
+from .libraries import LIBRARIES
 
 #: what the probe's child may see: each library's variable and the loader's search roots
 LIBRARY_VARIABLES = (
