@@ -1,6 +1,6 @@
 """How fast `strata-core` answers, as whole processes beside a bare `python -c pass` in the
 same run: `--version`, `plan --json` uncached (STRATA_CACHE=0; also with the HIP probe, and
-both probes, turned off) and from a warm answer cache, `devices`, and `import strata_core.cli`.
+both probes, turned off) and from a warm answer cache, `devices`, and `import strata_core.cli.main`.
 The commands take turns, round after round, so that a busy machine slows each alike; each
 time is a median of --runs rounds, after a first round that also writes the bytecode caches
 an installed package has (PYTHONDONTWRITEBYTECODE is dropped). Then in-process planning with
@@ -10,7 +10,7 @@ Runs wherever strata imports with this Python, the checkout's venv or a bare pyt
 wheels on PYTHONPATH (scripts/nvidia-gpu.sh):
     python3 bench/plan_speed.py [--runs 15] [--sysfs DIR]
 Goals (issue 24): `plan --json` uncached at most 3x `python -c pass` without a GPU, 4x on the
-H200; cached at most 1.5x; `devices` at most 4x; `import strata_core.cli` at most 100 ms.
+H200; cached at most 1.5x; `devices` at most 4x; `import strata_core.cli.main` at most 100 ms.
 Issue 3: in-process planning well under 5 ms.
 """
 
@@ -33,7 +33,7 @@ def cases(sysfs: list[str], cache: str) -> list[tuple[str, list[str], dict[str, 
     uncached = {"STRATA_CACHE": "0"}
     return [
         ("python -c pass", [sys.executable, "-c", "pass"], {}),
-        ("import strata_core.cli", [sys.executable, "-c", "import strata_core.cli"], {}),
+        ("import strata_core.cli.main", [sys.executable, "-c", "import strata_core.cli.main"], {}),
         ("--version", [*STRATA, "--version"], uncached),
         ("plan --json", [*STRATA, "plan", "--json", *sysfs], uncached),
         (
@@ -78,11 +78,11 @@ def processes(runs: int, sysfs: list[str]) -> dict[str, list[float]]:
 
 def in_process(runs: int = 2000) -> float:
     """The median time of one build_plan, detection done once before."""
-    from strata_core.claims import assign
-    from strata_core.devices import scan
-    from strata_core.manager import PluginManager
-    from strata_core.plan import build_plan
-    from strata_core.records import DetectionContext, RunContext
+    from strata_core.plan.claims import assign
+    from strata_core.plan.devices import scan
+    from strata_core.api.manager import PluginManager
+    from strata_core.plan.plan import build_plan
+    from strata_core.api.records import DetectionContext, RunContext
     from strata_core.testing.sysfs import R9700, RADEON_780M, write_sysfs
 
     env = dict(os.environ)

@@ -105,7 +105,7 @@ def _answer(argv: list[str]) -> int:
             return 0
     import contextlib
 
-    from .cli import main as run
+    from .cli.main import main as run
 
     if not cacheable:
         return run(argv)

@@ -162,7 +162,7 @@ def test_bad_probe_timeout_is_a_user_error(env):
 @pytest.mark.parametrize("args", [("--help",), ("plugins",), ("plugins", "--json")])
 def test_help_and_plugins_import_neither_numpy_nor_cffi(env, args):
     code = (
-        "import sys; from strata_core.cli import main\n"
+        "import sys; from strata_core.cli.main import main\n"
         "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
         "heavy = sorted(m for m in ('numpy', 'cffi') if m in sys.modules)\n"
         "print('HEAVY', heavy, file=sys.stderr)"
@@ -209,7 +209,7 @@ def test_a_plugin_built_without_a_compiler_is_not_shown_active(env, tmp_path):
     package = site / "nocc_plugin"
     (package / "kernels").mkdir(parents=True)
     (package / "__init__.py").write_text(
-        "from strata_core.arch_plugin import ArchPlugin\n\n"
+        "from strata_core.api.arch_plugin import ArchPlugin\n\n"
         "class NoCompiler(ArchPlugin):\n    strata_api_version = 1\n\nplugin = NoCompiler()\n"
     )
     (package / "kernels" / "build.json").write_text(json.dumps(

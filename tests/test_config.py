@@ -2,8 +2,8 @@
 
 import pytest
 
-from strata_core import config
-from strata_core.config import RunConfig, TuningSettings
+from strata_core.plan import config
+from strata_core.plan.config import RunConfig, TuningSettings
 from strata_core.errors import StrataError
 
 GOOD = """\

@@ -6,11 +6,11 @@ import json
 import pytest
 from cli_runner import strata_core
 
-from strata_core.arch_plugin import ArchPlugin
-from strata_core.hookspec import hookimpl
-from strata_core.manager import PluginManager
-from strata_core.records import Claim, KernelLibrary
-from strata_core.switches import Rule, Switch
+from strata_core.api.arch_plugin import ArchPlugin
+from strata_core.api.hookspec import hookimpl
+from strata_core.api.manager import PluginManager
+from strata_core.api.records import Claim, KernelLibrary
+from strata_core.api.switches import Rule, Switch
 from strata_core.testing import check_plugin
 from strata_core.testing.distributions import write_distribution
 
@@ -168,9 +168,9 @@ def test_plugins_check_fails_on_a_broken_plugin(env, tmp_path):
         {"greedy": "greedy_plugin:plugin"},
         {
             "greedy_plugin.py": """
-            from strata_core.arch_plugin import ArchPlugin
-            from strata_core.hookspec import hookimpl
-            from strata_core.records import Claim
+            from strata_core.api.arch_plugin import ArchPlugin
+            from strata_core.api.hookspec import hookimpl
+            from strata_core.api.records import Claim
 
             class Greedy(ArchPlugin):
                 strata_api_version = 1

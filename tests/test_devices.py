@@ -3,11 +3,11 @@
 import attrs
 import pytest
 
-from strata_core.claims import assign
-from strata_core.devices import build_devices, merge_reports
+from strata_core.plan.claims import assign
+from strata_core.plan.devices import build_devices, merge_reports
 from strata_core.errors import StrataError
-from strata_core.records import DeviceReport
-from strata_core.selection import DeviceChoice, choose, parse_gpus, parse_roles
+from strata_core.api.records import DeviceReport
+from strata_core.plan.selection import DeviceChoice, choose, parse_gpus, parse_roles
 from strata_core.testing.sysfs import (
     GIB,
     MI50,

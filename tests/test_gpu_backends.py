@@ -13,7 +13,7 @@ from strata_core.gpu import backends
 #: prints the strata_core.hip modules that were imported on the way
 CUDA_OPEN = """
 import os, sys
-from strata_core.manager import PluginManager
+from strata_core.api.manager import PluginManager
 from strata_core.gpu.backends import runtime_candidates
 from strata_core.run.gpu_backend import GpuCard, open_gpu
 library = PluginManager.discover(os.environ).kernel_libraries(["cuda"])["cuda"]

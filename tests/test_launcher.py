@@ -123,7 +123,7 @@ def test_ctrl_c_while_planning_ends_with_130(monkeypatch, capsys):
     def interrupted(argv, recorder=None):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("strata_core.cli.main", interrupted)
+    monkeypatch.setattr("strata_core.cli.main.main", interrupted)
     assert launcher.main(["run"]) == 130
     assert capsys.readouterr().err == ""
 

@@ -44,31 +44,11 @@ FLOORS = {
 GROUND_FLOOR, ENTRY_FLOOR = 0, 6
 #: what the house still does against the rules above, each with its reason
 ALLOWED: dict[str, str] = {
-    "strata_core.arch_plugin: in no layer": "not yet moved (issue 23)",
-    "strata_core.claims: in no layer": "not yet moved (issue 23)",
-    "strata_core.config: in no layer": "not yet moved (issue 23)",
-    "strata_core.conformance: in no layer": "not yet moved (issue 23)",
-    "strata_core.context: in no layer": "not yet moved (issue 23)",
-    "strata_core.core_switches: in no layer": "not yet moved (issue 23)",
-    "strata_core.devices: in no layer": "not yet moved (issue 23)",
-    "strata_core.env_command: in no layer": "not yet moved (issue 23)",
-    "strata_core.hook_types: in no layer": "not yet moved (issue 23)",
-    "strata_core.hookspec: in no layer": "not yet moved (issue 23)",
-    "strata_core.kernels: in no layer": "not yet moved (issue 23)",
-    "strata_core.manager: in no layer": "not yet moved (issue 23)",
-    "strata_core.packages: in no layer": "not yet moved (issue 23)",
-    "strata_core.pictures: in no layer": "not yet moved (issue 23)",
-    "strata_core.pipeline: in no layer": "not yet moved (issue 23)",
-    "strata_core.plan_command: in no layer": "not yet moved (issue 23)",
-    "strata_core.profile: in no layer": "not yet moved (issue 23)",
-    "strata_core.records: in no layer": "not yet moved (issue 23)",
-    "strata_core.report: in no layer": "not yet moved (issue 23)",
-    "strata_core.resolve: in no layer": "not yet moved (issue 23)",
-    "strata_core.run_command: in no layer": "not yet moved (issue 23)",
-    "strata_core.selection: in no layer": "not yet moved (issue 23)",
-    "strata_core.switches: in no layer": "not yet moved (issue 23)",
-    "strata_core.table_command: in no layer": "not yet moved (issue 23)",
-    "strata_core.tune_command: in no layer": "not yet moved (issue 23)",
+    "ring: api <-> blas <-> cli <-> cuda <-> detect <-> gpu <-> hip <-> host <-> plan <-> run <-> testing <-> tuning": "not yet fixed (issue 23)",
+    "strata_core.api.arch_plugin -> strata_core.gpu.manifest: api imports gpu, a higher layer": "not yet fixed (issue 23)",
+    "strata_core.api.kernels -> strata_core.tuning.lookup: api imports tuning, a higher layer": "not yet fixed (issue 23)",
+    "strata_core.plan.pipeline -> strata_core.cli.report: plan imports cli, a higher layer": "not yet fixed (issue 23)",
+    "strata_core.tuning.lookup -> strata_core.plan.resolve: tuning imports plan, a higher layer": "not yet fixed (issue 23)",
 }
 
 

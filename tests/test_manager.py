@@ -5,16 +5,16 @@ import threading
 
 import pytest
 
-from strata_core.claims import assign
-from strata_core.hookspec import hookimpl
-from strata_core.manager import PluginManager, PluginStatus
-from strata_core.pipeline import PlanRequest, make_plan
-from strata_core.records import Detection, DetectionContext
+from strata_core.plan.claims import assign
+from strata_core.api.hookspec import hookimpl
+from strata_core.api.manager import PluginManager, PluginStatus
+from strata_core.plan.pipeline import PlanRequest, make_plan
+from strata_core.api.records import Detection, DetectionContext
 from strata_core.testing.distributions import write_distribution
 from strata_core.testing.sysfs import RX_7900_XTX
 
 GOOD = """
-    from strata_core.arch_plugin import ArchPlugin
+    from strata_core.api.arch_plugin import ArchPlugin
 
     class Navi31(ArchPlugin):
         strata_api_version = 1
@@ -23,7 +23,7 @@ GOOD = """
     plugin = Navi31()
 """
 PATTERN = """
-    from strata_core.arch_plugin import ArchPlugin
+    from strata_core.api.arch_plugin import ArchPlugin
 
     class AnyRDNA3(ArchPlugin):
         strata_api_version = 1
@@ -32,7 +32,7 @@ PATTERN = """
     plugin = AnyRDNA3()
 """
 FUTURE = """
-    from strata_core.arch_plugin import ArchPlugin
+    from strata_core.api.arch_plugin import ArchPlugin
 
     class Future(ArchPlugin):
         strata_api_version = 7
@@ -41,14 +41,14 @@ FUTURE = """
     plugin = Future()
 """
 UNVERSIONED = """
-    from strata_core.hookspec import hookimpl
+    from strata_core.api.hookspec import hookimpl
 
     @hookimpl
     def strata_arch_targets():
         return ("gfx1300",)
 """
 RAISES_IN_CLAIM = """
-    from strata_core.hookspec import hookimpl
+    from strata_core.api.hookspec import hookimpl
 
     strata_api_version = 1
 
@@ -57,7 +57,7 @@ RAISES_IN_CLAIM = """
         raise RuntimeError("cannot read my table")
 """
 WRONG_RETURN = """
-    from strata_core.hookspec import hookimpl
+    from strata_core.api.hookspec import hookimpl
 
     strata_api_version = 1
 
@@ -66,8 +66,8 @@ WRONG_RETURN = """
         return 100
 """
 BAD_KERNELS = """
-    from strata_core.arch_plugin import ArchPlugin
-    from strata_core.hookspec import hookimpl
+    from strata_core.api.arch_plugin import ArchPlugin
+    from strata_core.api.hookspec import hookimpl
 
     class RX6600(ArchPlugin):
         strata_api_version = 1
@@ -80,7 +80,7 @@ BAD_KERNELS = """
     plugin = RX6600()
 """
 UNKNOWN_HOOK = """
-    from strata_core.hookspec import hookimpl
+    from strata_core.api.hookspec import hookimpl
 
     strata_api_version = 1
 

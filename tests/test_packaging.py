@@ -17,7 +17,7 @@ import pytest
 import strata_core
 from strata_core import archdb
 from strata_core.gpu import manifest as manifest_module
-from strata_core.report import library_lines
+from strata_core.cli.report import library_lines
 from strata_core.testing import fake_gpu, write_sysfs
 
 ROOT = Path(__file__).resolve().parent.parent

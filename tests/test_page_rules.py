@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from cli_runner import strata_core
 
-from strata_core.core_switches import page_variables
-from strata_core.kernels import topk_choice
+from strata_core.plan.core_switches import page_variables
+from strata_core.api.kernels import topk_choice
 from strata_core.testing.distributions import write_distribution
 from strata_core.testing.sysfs import R9700, RADEON_780M, RX_7900_XTX, fake_gpu, write_sysfs
 from strata_core.tuning.switch_trials import TRIALS
@@ -305,7 +305,7 @@ def test_device_takes_a_target_that_an_installed_plugin_claims(env, tmp_path):
         {"raphael": "raphael_plugin:plugin"},
         {
             "raphael_plugin.py": """
-            from strata_core.arch_plugin import ArchPlugin
+            from strata_core.api.arch_plugin import ArchPlugin
 
             class Raphael(ArchPlugin):
                 strata_api_version = 1

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from strata_core import config as run_config
-from strata_core import profile
+from strata_core.plan import config as run_config
+from strata_core.plan import profile
 from strata_core.answer_cache import Recorder
 from strata_core.detect import kfd
 from strata_core.detect.visibility import parse_override, visible_devices

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from strata_core.tune_command import parse_case
+from strata_core.cli.tune import parse_case
 from strata_core.tuning.tables import CUBLASLT, HIPBLASLT, ROCBLAS, TableError, parse, read, render
 
 FIXTURES = Path(__file__).parent / "fixtures/tables"

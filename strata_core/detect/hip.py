@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from .. import library_search, log
 from ..child import ChildFailed, child_environment, run_json_module
-from ..hookspec import hookimpl
-from ..records import Detection, DetectionContext, DeviceReport
+from ..api.hookspec import hookimpl
+from ..api.records import Detection, DetectionContext, DeviceReport
 from .hardware import amd_gpu
 from .visibility import is_runtime_variable
 

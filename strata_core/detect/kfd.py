@@ -11,8 +11,8 @@ from pathlib import Path
 from .. import archdb
 from ..answer_cache import Recorder
 from ..digits import is_digits
-from ..hookspec import hookimpl
-from ..records import Detection, DetectionContext, DeviceReport
+from ..api.hookspec import hookimpl
+from ..api.records import Detection, DetectionContext, DeviceReport
 
 strata_api_version = 1
 

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from .. import library_search, log
 from ..child import ChildFailed, run_json_forked
 from ..cuda import nvml
-from ..hookspec import hookimpl
-from ..records import Detection, DetectionContext, DeviceReport
+from ..api.hookspec import hookimpl
+from ..api.records import Detection, DetectionContext, DeviceReport
 from .hardware import nvidia_gpu
 from .visibility import cuda_visible_devices
 from .kfd import MAX_MEMORY_BYTES

@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..answer_cache import Recorder
-from ..hookspec import hookimpl
-from ..records import Detection, DetectionContext, DeviceReport
+from ..api.hookspec import hookimpl
+from ..api.records import Detection, DetectionContext, DeviceReport
 from .hardware import NVIDIA_VENDOR, display_functions
 
 strata_api_version = 1

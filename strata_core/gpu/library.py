@@ -18,7 +18,7 @@ from ..errors import StrataError
 from .backends import read_code
 from .runtime import Card, GpuRuntime
 from ..host.q8 import check_matvec_shapes
-from ..records import KernelLibrary
+from ..api.records import KernelLibrary
 from . import abi, code_object
 from ._abi_ffi import ffi as kernel_abi
 

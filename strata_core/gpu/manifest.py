@@ -8,7 +8,7 @@ from pathlib import Path
 
 import attrs
 
-from ..records import KernelLibrary
+from ..api.records import KernelLibrary
 
 MANIFEST = "build.json"
 _str = attrs.validators.instance_of(str)

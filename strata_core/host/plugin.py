@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..hookspec import hookimpl
-from ..kernels import router_choice
-from ..records import Claim, Device, KernelChoice, RunContext, Workload
-from ..switches import Switch
+from ..api.hookspec import hookimpl
+from ..api.kernels import router_choice
+from ..api.records import Claim, Device, KernelChoice, RunContext, Workload
+from ..api.switches import Switch
 from .platform import KERNEL_ISAS, cpu_name, kernel_isa
 from .topk_bands import host_topk_choices
 

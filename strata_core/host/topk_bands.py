@@ -9,8 +9,8 @@ from collections.abc import Mapping
 
 import attrs
 
-from ..kernels import TOPK_OPS, WIDE_FROM_CELLS_ON_A_PROMPT_READ, WIDE_PAST_CELLS
-from ..records import KernelChoice
+from ..api.kernels import TOPK_OPS, WIDE_FROM_CELLS_ON_A_PROMPT_READ, WIDE_PAST_CELLS
+from ..api.records import KernelChoice
 
 
 @attrs.frozen

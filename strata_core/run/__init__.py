@@ -26,8 +26,8 @@ import numpy as np
 from ..log import says
 from ..errors import NoGpuRun, StrataError
 from ..gpu.backends import BACKENDS
-from ..plan import HostRun, Plan, RunSettings
-from ..records import KernelChoice
+from ..plan.plan import HostRun, Plan, RunSettings
+from ..api.records import KernelChoice
 from ..tuning.dispatch import say
 from ..tuning.libraries import PATHS
 from .gpu_backend import GpuCard

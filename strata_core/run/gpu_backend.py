@@ -14,7 +14,7 @@ from ..errors import NoGpuRun, StrataError
 from ..gpu.backends import BACKENDS, load_runtime
 from ..gpu.runtime import Card
 from ..gpu.library import GpuKernels, start_check
-from ..records import KernelLibrary
+from ..api.records import KernelLibrary
 from ..tuning.libraries import PATHS
 from ..tuning.tables import DEFAULT
 

@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from ..records import KernelChoice, Workload
+from ..api.records import KernelChoice, Workload
 from ..tuning.tables import Table
 from .gpu_backend import GpuCard
 

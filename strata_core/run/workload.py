@@ -17,8 +17,8 @@ import numpy as np
 
 from ..errors import StrataError
 from ..host import q8
-from ..kernels import TOPK_OPS
-from ..records import KernelChoice, Workload
+from ..api.kernels import TOPK_OPS
+from ..api.records import KernelChoice, Workload
 from ..tuning.dispatch import TunedDispatch
 
 GB = 1e9

@@ -10,7 +10,7 @@ import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..manager import ENTRY_POINT_GROUP
+from ..api.manager import ENTRY_POINT_GROUP
 
 
 def write_distribution(

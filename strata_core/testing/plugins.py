@@ -1,16 +1,16 @@
 """Plugins under test: the plan a plugin makes for a card, with the manager and devices of
-strata_core.manager.PluginManager.holding and strata_core.devices.device_for."""
+strata_core.api.manager.PluginManager.holding and strata_core.plan.devices.device_for."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..claims import assign
-from ..devices import device_for
+from ..plan.claims import assign
+from ..plan.devices import device_for
 from ..errors import StrataError
-from ..manager import PluginManager
-from ..plan import Plan, build_plan
-from ..records import Device, RunContext
+from ..api.manager import PluginManager
+from ..plan.plan import Plan, build_plan
+from ..api.records import Device, RunContext
 
 
 def manager_for(

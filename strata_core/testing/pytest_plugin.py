@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ..manager import PluginManager
+from ..api.manager import PluginManager
 from .sysfs import FakeGPU, fake_gpu, write_sysfs
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import attrs
 
-from ..records import RunContext
+from ..api.records import RunContext
 
 #: "only when it wins by more than 3%"
 MIN_GAIN = 1.03

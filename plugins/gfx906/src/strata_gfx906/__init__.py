@@ -1,7 +1,7 @@
 """strata plugin for Instinct MI50 / MI60 and Radeon VII, as the wave64 compat build."""
 
-from strata_core.arch_plugin import ArchPlugin
-from strata_core.switches import Rule, Switch
+from strata_core.api.arch_plugin import ArchPlugin
+from strata_core.api.switches import Rule, Switch
 
 OFF_ON = ("0", "1")
 SECTION = "gfx906"

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 
 import attrs
 
-from .records import Device
-from .switches import Default, Switch
+from ..api.records import Device
+from ..api.switches import Default, Switch
 
 SOURCES = ("user", "config", "arch-default", "igpu-set", "builtin")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import attrs
 
-from .answer_cache import Recorder
+from ..answer_cache import Recorder
 
 
 @attrs.frozen

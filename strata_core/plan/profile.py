@@ -7,12 +7,12 @@ from pathlib import Path
 
 import attrs
 
-from .answer_cache import Recorder
+from ..answer_cache import Recorder
 from .context import ram_bytes
-from .errors import StrataError
-from .records import Workload
+from ..errors import StrataError
+from ..api.records import Workload
 
-SHIPPED_DIR = Path(__file__).resolve().parent / "profiles"
+SHIPPED_DIR = Path(__file__).resolve().parent.parent / "profiles"
 DEFAULT = SHIPPED_DIR / "default.toml"
 GIB = 1 << 30
 #: the profiles shipped beside default.toml, by the names `--profile` takes

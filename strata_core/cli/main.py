@@ -12,15 +12,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from . import __version__, log, profile
-from .answer_cache import Recorder
-from .context import KV_TYPES, OS_NAMES, PACKS, READERS
-from .digits import is_digits
-from .errors import StrataError
+from .. import __version__, log
+from ..plan import profile
+from ..answer_cache import Recorder
+from ..plan.context import KV_TYPES, OS_NAMES, PACKS, READERS
+from ..digits import is_digits
+from ..errors import StrataError
 
 if TYPE_CHECKING:
-    from .manager import PluginManager
-    from .pipeline import PlanRequest
+    from ..api.manager import PluginManager
+    from ..plan.pipeline import PlanRequest
 
 PROG = "strata-core"
 
@@ -412,23 +413,23 @@ def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) ->
         if args.command == "plugins":
             return _plugins(args, env)
         if args.command == "run":
-            from .run_command import run
+            from .run import run
 
             return run(plan_request(args, env, recorder, engine), args.json, engine)
         if args.command == "tune":
-            from .tune_command import run_tune
+            from .tune import run_tune
 
             return run_tune(args, env)
         if args.command == "table":
-            from .table_command import run_table_check
+            from .table import run_table_check
 
             return run_table_check(args)
         if args.command == "env":
-            from .env_command import run_env
+            from .env import run_env
 
             return run_env(plan_request(args, env, recorder), args.json)
         if args.command == "plan":
-            from .plan_command import run_plan
+            from .plan import run_plan
 
             return run_plan(plan_request(args, env, recorder), args)
         return _devices(plan_request(args, env, recorder), args.json, args.verbose)
@@ -536,7 +537,7 @@ def _fail(message: str, status: int, as_json: bool) -> int:
 
 
 def _plugins(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    from .manager import PluginManager
+    from ..api.manager import PluginManager
     from .report import SCHEMA_VERSION, plugin_dict, plugins_text, warn
 
     manager = PluginManager.discover(env)
@@ -556,8 +557,8 @@ def _plugins(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def _check_plugins(args: argparse.Namespace, manager: PluginManager) -> int:
     """Exit 1 when any installed architecture plugin breaks a contract or fails to load."""
-    from .conformance import check_plugin
-    from .manager import PluginStatus
+    from ..testing.conformance import check_plugin
+    from ..api.manager import PluginStatus
     from .report import SCHEMA_VERSION, warn
 
     found = {
@@ -591,8 +592,8 @@ def plan_request(
     engine: Sequence[str] | None = None,
 ) -> PlanRequest:
     """The request of a `plan`, `run` or `devices` command line, read once."""
-    from .pipeline import PlanRequest
-    from .selection import DeviceChoice, parse_gpus, parse_roles
+    from ..plan.pipeline import PlanRequest
+    from ..plan.selection import DeviceChoice, parse_gpus, parse_roles
 
     choice = None
     if args.gpu is not None or args.gpus is not None or args.gpu_roles is not None:
@@ -603,7 +604,7 @@ def plan_request(
         )
     planning = args.command in ("plan", "run")
     if planning:  # checked here, so that a plan that needs no version refuses a bad one too
-        from .tuning.versions import hipblaslt_number, rocblas_version
+        from ..tuning.versions import hipblaslt_number, rocblas_version
 
         if args.hipblaslt:
             hipblaslt_number(args.hipblaslt)
@@ -634,10 +635,10 @@ def plan_request(
 
 
 def _devices(request: PlanRequest, as_json: bool, verbose: bool) -> int:
-    from . import config as run_config
-    from .context import this_os
-    from .gpu.backends import backend_for
-    from .pipeline import detect
+    from ..plan import config as run_config
+    from ..plan.context import this_os
+    from ..gpu.backends import backend_for
+    from ..plan.pipeline import detect
     from .report import SCHEMA_VERSION, device_dict, devices_text, warn
 
     _, config = run_config.find_and_load(request.config, request.env, request.recorder)

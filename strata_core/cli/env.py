@@ -12,10 +12,10 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from . import __version__
-from . import config as run_config
-from .answer_cache import ENV_PREFIXES
-from .pipeline import PlanRequest, detect, seconds_variable
+from .. import __version__
+from ..plan import config as run_config
+from ..answer_cache import ENV_PREFIXES
+from ..plan.pipeline import PlanRequest, detect, seconds_variable
 
 #: where the kernel drivers say their version
 DRIVER_FILES = {
@@ -64,10 +64,10 @@ def _first_line(path: Path) -> str | None:
 
 def report(request: PlanRequest) -> dict:
     """Everything the report holds, as JSON-ready data."""
-    from .gpu.backends import backend_for
-    from .host.platform import cpu_name, isa_level, kernel_isa
+    from ..gpu.backends import backend_for
+    from ..host.platform import cpu_name, isa_level, kernel_isa
     from .report import SCHEMA_VERSION, device_dict
-    from .tuning import versions
+    from ..tuning import versions
 
     env = request.env
     path, config = run_config.find_and_load(request.config, env, request.recorder)

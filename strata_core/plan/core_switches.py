@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import attrs
 
-from .hookspec import hookimpl
-from .records import Device, RunContext
-from .switches import INTEGER, NUMBER, PATH, Default, Defaults, Switch
+from ..api.hookspec import hookimpl
+from ..api.records import Device, RunContext
+from ..api.switches import INTEGER, NUMBER, PATH, Default, Defaults, Switch
 
 strata_api_version = 1
 

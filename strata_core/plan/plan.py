@@ -7,19 +7,20 @@ from collections.abc import Mapping
 
 import attrs
 
-from . import archdb, packages
-from .answer_cache import Recorder
-from .archdb import SupportStatus
-from .gpu.backends import backend_for
+from .. import archdb
+from . import packages
+from ..answer_cache import Recorder
+from ..archdb import SupportStatus
+from ..gpu.backends import backend_for
 from .core_switches import CONTROL_VARIABLES, page_variables, undeclared_note
-from .kernels import with_tables
-from .manager import PluginManager
+from ..api.kernels import with_tables
+from ..api.manager import PluginManager
 from .pictures import PictureReader, picture_reader
-from .records import Device, KernelChoice, KernelLibrary, RunContext, Workload
+from ..api.records import Device, KernelChoice, KernelLibrary, RunContext, Workload
 from .resolve import Resolved, parse_engine_args, resolve
-from .switches import Default, Switch
-from .tuning.lookup import TuningDecision, decide_cublaslt, decide_hipblaslt, decide_rocblas
-from .tuning.versions import LibraryVersion
+from ..api.switches import Default, Switch
+from ..tuning.lookup import TuningDecision, decide_cublaslt, decide_hipblaslt, decide_rocblas
+from ..tuning.versions import LibraryVersion
 
 CORE = "core"
 HOST = "host"

@@ -8,15 +8,15 @@ from collections.abc import Mapping
 
 import attrs
 
-from . import config as run_config
-from . import log
-from .errors import StrataError
-from .pipeline import PlanRequest, make_plan
-from .plan import Plan, declarations
+from ..plan import config as run_config
+from .. import log
+from ..errors import StrataError
+from ..plan.pipeline import PlanRequest, make_plan
+from ..plan.plan import Plan, declarations
 from .report import explain_text, plan_dict, plan_text, warn
-from .resolve import without_flags
-from .selection import Selection
-from .switches import Switch
+from ..plan.resolve import without_flags
+from ..plan.selection import Selection
+from ..api.switches import Switch
 
 
 def run_plan(request: PlanRequest, args: argparse.Namespace) -> int:
@@ -41,7 +41,7 @@ def run_plan(request: PlanRequest, args: argparse.Namespace) -> int:
             )
         )
         if args.output:
-            from .files import write_atomic
+            from ..files import write_atomic
 
             if args.output.is_file() and not args.force:
                 raise StrataError(

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from . import log, packages
-from .claims import Assignment
-from .manager import PluginRecord, PluginStatus
-from .plan import backend_of
-from .records import KernelLibrary
-from .selection import Selection
+from .. import log
+from ..plan import packages
+from ..plan.claims import Assignment
+from ..api.manager import PluginRecord, PluginStatus
+from ..plan.plan import backend_of
+from ..api.records import KernelLibrary
+from ..plan.selection import Selection
 
 GIB = 1 << 30
 #: the version of every --json answer's layout (docs/json.md); a change that removes or

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
-from .digits import is_digits
+from ..digits import is_digits
 from .records import Device, RunContext
 
 #: Placeholders in ``Switch.values`` for free-form values of a type.

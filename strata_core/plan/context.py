@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .answer_cache import Recorder
+from ..answer_cache import Recorder
 
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 
@@ -15,7 +15,7 @@ KV_TYPES = ("int8", "f16", "bf16")
 NATIVE_PACKS = ("IQ3_S", "IQ3_XXS", "Q2_0", "IQ2_XS", "IQ2_S", "IQ1_M", "IQ4_XS", "UD-IQ4_XS")
 GGUF_PACKS = ("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_0", "Q5_1")
 PACKS = NATIVE_PACKS + GGUF_PACKS
-#: the picture readers (strata_core.pictures)
+#: the picture readers (strata_core.plan.pictures)
 READERS = ("gpu", "cpu")
 
 

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .answer_cache import Recorder
-from .digits import is_digits
-from .errors import StrataError
+from ..answer_cache import Recorder
+from ..digits import is_digits
+from ..errors import StrataError
 
 if TYPE_CHECKING:
     import cattrs

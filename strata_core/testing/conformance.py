@@ -8,14 +8,14 @@ import fnmatch
 import itertools
 from collections.abc import Callable, Iterator
 
-from . import archdb
-from .context import NATIVE_PACKS, OS_NAMES
-from .devices import device_for
-from .errors import StrataError
-from .manager import PluginManager, PluginStatus
-from .plan import CORE, declarations
-from .records import Claim, Device, RunContext, Workload
-from .switches import Switch
+from .. import archdb
+from ..plan.context import NATIVE_PACKS, OS_NAMES
+from ..plan.devices import device_for
+from ..errors import StrataError
+from ..api.manager import PluginManager, PluginStatus
+from ..plan.plan import CORE, declarations
+from ..api.records import Claim, Device, RunContext, Workload
+from ..api.switches import Switch
 
 #: The contexts every default and kernel choice is asked for: each OS, with and without
 #: int8 KV, with and without a native pack.
@@ -125,8 +125,8 @@ class _Checker:
                 yield f"strata_select_kernels gives a choice without a variant or reason on {where}"
 
     def _kernel_library(self, targets: tuple[str, ...]) -> Iterator[str]:
-        from .gpu.backends import read_code
-        from .gpu.library import launch_problems
+        from ..gpu.backends import read_code
+        from ..gpu.library import launch_problems
 
         library = self.manager.kernel_libraries((self.name,)).get(self.name)
         if library is None:
@@ -149,7 +149,7 @@ class _Checker:
                 yield f"{path.name} is wave{code.wavefront_sizes}; {target} is wave{arch.wave_size}"
 
     def _tables(self, targets: tuple[str, ...]) -> Iterator[str]:
-        from .tuning import tables
+        from ..tuning import tables
 
         seen = set()
         for device in self._covered(targets):

@@ -9,12 +9,12 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from . import log
-from .errors import StrataError
-from .pipeline import PlanOutcome, PlanRequest, make_plan
-from .plan import HOST, Plan
+from .. import log
+from ..errors import StrataError
+from ..plan.pipeline import PlanOutcome, PlanRequest, make_plan
+from ..plan.plan import HOST, Plan
 from .report import SCHEMA_VERSION, warn
-from .resolve import without_flags
+from ..plan.resolve import without_flags
 
 
 def run(request: PlanRequest, as_json: bool, engine: Sequence[str] | None) -> int:
@@ -65,7 +65,7 @@ def start_engine(plan: Plan, env: Mapping[str, str], engine: Sequence[str]) -> i
 
 
 def report_run(outcome: PlanOutcome, as_json: bool) -> int:
-    from .run import run_workload
+    from ..run import run_workload
 
     plan = outcome.plan
     said: list[str] = []

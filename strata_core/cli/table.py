@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from .tuning.tables import Table, TableError, read
+from ..tuning.tables import Table, TableError, read
 
 #: what a JSON answer says of a table, null where the table is refused
 FACTS = ("library", "arch", "version", "rows", "tuned", "lookup_name", "forced_by")

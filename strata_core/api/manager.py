@@ -22,8 +22,9 @@ from typing import Any
 import attrs
 import pluggy
 
-from . import __version__, hookspec
-from .errors import PluginError
+from .. import __version__
+from . import hookspec
+from ..errors import PluginError
 from .hook_types import conforms, hint_name, hook_specs
 from .records import (
     Claim,
@@ -42,7 +43,7 @@ API_VERSION = 1
 SUPPORTED_API_VERSIONS = (API_VERSION,)
 
 BUILTIN_PLUGINS = {
-    "core": "strata_core.core_switches",
+    "core": "strata_core.plan.core_switches",
     "kfd": "strata_core.detect.kfd",
     "hip": "strata_core.detect.hip",
     "pci": "strata_core.detect.pci",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import attrs
 
-from .records import Device
+from ..api.records import Device
 
 GPU_READER_FROM_BYTES = 24 * 10**9
 #: VRAM is said in GiB everywhere, as `devices` says it

@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 import attrs
 
 from .claims import Assignment
-from .digits import is_digits
-from .errors import StrataError
-from .records import Device
+from ..digits import is_digits
+from ..errors import StrataError
+from ..api.records import Device
 
 ROLES = ("main", "helper")
 

@@ -1,5 +1,5 @@
 """The hook specs' signatures as data: the arguments each hook takes and the type it returns,
-read from the annotations in strata_core.hookspec, and a check of a value against a type."""
+read from the annotations in strata_core.api.hookspec, and a check of a value against a type."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ class HookSpec:
 
 @functools.cache
 def hook_specs() -> dict[str, HookSpec]:
-    """Every hook of strata_core.hookspec, by name."""
+    """Every hook of strata_core.api.hookspec, by name."""
     specs = {}
     for name, function in inspect.getmembers(hookspec, inspect.isfunction):
         if not name.startswith("strata_"):

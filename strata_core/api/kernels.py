@@ -8,10 +8,10 @@ from collections.abc import Mapping
 
 import attrs
 
-from . import archdb
-from .digits import is_digits
+from .. import archdb
+from ..digits import is_digits
 from .records import Device, KernelChoice, RunContext, Workload
-from .tuning.lookup import TuningDecision
+from ..tuning.lookup import TuningDecision
 
 #: AMD_HIP.md, "Deep contexts": "Past about 135K cells (and from about 90K cells on a prompt
 #: read) the top-k selection runs the wide kernel"; "Speed switches": STRATA_TOPK_STREAM=0 runs

@@ -2,7 +2,7 @@
 
 Every plugin is an object registered under its entry point name in the group
 ``strata.arch``; it must carry ``strata_api_version`` (an int, see
-:data:`strata_core.manager.API_VERSION`) and may implement any of these hooks. The core
+:data:`strata_core.api.manager.API_VERSION`) and may implement any of these hooks. The core
 calls each implementation on its own: one that raises is reported by plugin name and
 skipped, and the others still answer (``STRATA_STRICT_PLUGINS=1`` re-raises instead).
 """

@@ -14,13 +14,13 @@ from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 
-from . import log
-from .digits import is_digits
-from .errors import StrataError
-from .files import write_atomic
-from .table_command import lookup_note
-from .tuning import tables
-from .tuning.tables import HOST, OP_PATTERN, TableError, parse, render
+from .. import log
+from ..digits import is_digits
+from ..errors import StrataError
+from ..files import write_atomic
+from .table import lookup_note
+from ..tuning import tables
+from ..tuning.tables import HOST, OP_PATTERN, TableError, parse, render
 
 
 def parse_case(text: str) -> tuple:
@@ -95,7 +95,7 @@ def table_target(output: str | None, env: Mapping[str, str], name: str) -> Path:
     """Where a calibration writes the table named ``name``: --output (a folder where it is
     one or ends in a slash, else a file of any name), else the first of $STRATA_TUNING_DIR,
     else the data folder."""
-    from .tuning.lookup import data_dir
+    from ..tuning.lookup import data_dir
 
     if output is None:
         folder = (
@@ -138,8 +138,8 @@ def tune_host(
     tokens: list[int] | None,
     min_gain: float,
 ) -> int:
-    from .host.tuning import DEFAULT_TOKENS, HostGemmTunable, cases_for
-    from .tuning.calibrate import calibrate
+    from ..host.tuning import DEFAULT_TOKENS, HostGemmTunable, cases_for
+    from ..tuning.calibrate import calibrate
 
     tunable = HostGemmTunable(cases or cases_for(tokens or DEFAULT_TOKENS))
     target = table_target(args.output, env, HOST.file_name(tunable.arch, tunable.version))
@@ -156,8 +156,8 @@ def tune_host(
 def card_plan(args: argparse.Namespace, env: Mapping[str, str]):
     """The plan of a run on this PC's card whose prompt GEMMs run through a vendor library,
     or None where the host backend runs."""
-    from .tuning.libraries import PATHS, calibrated_path
-    from .pipeline import PlanRequest, make_plan
+    from ..tuning.libraries import PATHS, calibrated_path
+    from ..plan.pipeline import PlanRequest, make_plan
 
     request = PlanRequest(env=env, sysfs=args.sysfs, profile=args.profile, for_run=True)
     plan = make_plan(request).plan
@@ -192,10 +192,10 @@ def tune_card(
     min_gain: float,
 ) -> int:
     """Calibrate the plan's prompt GEMM library on its card and write its table."""
-    from .tuning.libraries import LIBRARIES, PATHS, calibrated_path
-    from .pipeline import seconds_variable
-    from .run import tune_on_card
-    from .tuning import versions
+    from ..tuning.libraries import LIBRARIES, PATHS, calibrated_path
+    from ..plan.pipeline import seconds_variable
+    from ..run import tune_on_card
+    from ..tuning import versions
 
     calibrated = calibrated_path(plan.kernels["prompt_gemm"].variant, plan.device.gfx)
     assert calibrated is not None  # card_plan refuses the rest
@@ -239,7 +239,7 @@ def tune_card(
 def host_run(args: argparse.Namespace, env: Mapping[str, str], config: Path | None):
     """The host backend of this PC's plan (with the run config ``config``, where there is
     one yet): its instruction set and kernels."""
-    from .pipeline import PlanRequest, make_plan
+    from ..plan.pipeline import PlanRequest, make_plan
 
     request = PlanRequest(
         env=env, config=config, sysfs=args.sysfs, profile=args.profile, for_run=True
@@ -254,13 +254,13 @@ def run_switch_trials(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     write the clear winners into the run config's env (or show the change: --dry-run)."""
     import numpy as np
 
-    from . import config as run_config
-    from . import profile
-    from .context import this_os
-    from .host.library import HostLibrary
-    from .host.plugin import host_device, strata_select_kernels
-    from .records import RunContext
-    from .tuning.switch_trials import MIN_GAIN, ROUNDS, TRIALS, TrialResult, alternate, verdict
+    from ..plan import config as run_config
+    from ..plan import profile
+    from ..plan.context import this_os
+    from ..host.library import HostLibrary
+    from ..host.plugin import host_device, strata_select_kernels
+    from ..api.records import RunContext
+    from ..tuning.switch_trials import MIN_GAIN, ROUNDS, TRIALS, TrialResult, alternate, verdict
 
     min_gain = MIN_GAIN if args.min_gain is None else args.min_gain
     budget = 10.0 if args.budget is None else args.budget

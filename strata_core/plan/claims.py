@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 import attrs
 
-from . import archdb
-from .manager import PluginManager, PluginStatus
-from .records import Claim, Device
+from .. import archdb
+from ..api.manager import PluginManager, PluginStatus
+from ..api.records import Claim, Device
 
 
 @attrs.frozen

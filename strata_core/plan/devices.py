@@ -6,10 +6,10 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from . import archdb
-from .detect.visibility import override_for, parse_override, visible_devices
-from .manager import PluginManager
-from .records import DetectionContext, Device, DeviceReport
+from .. import archdb
+from ..detect.visibility import override_for, parse_override, visible_devices
+from ..api.manager import PluginManager
+from ..api.records import DetectionContext, Device, DeviceReport
 
 #: the target of an NVIDIA card that NVML did not describe
 UNKNOWN_NVIDIA = archdb.NVIDIA_PREFIX + "unknown"

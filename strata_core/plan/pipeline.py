@@ -14,15 +14,16 @@ from pathlib import Path
 
 import attrs
 
-from . import archdb, log, packages, profile
+from .. import archdb, log
+from . import packages, profile
 from . import config as run_config
-from .answer_cache import Recorder
+from ..answer_cache import Recorder
 from .claims import Assignment, assign
 from .context import ram_bytes, this_os
 from .devices import DeviceScan, device_for, scan
-from .errors import StrataError
-from .host.plugin import host_device
-from .manager import PluginManager
+from ..errors import StrataError
+from ..host.plugin import host_device
+from ..api.manager import PluginManager
 from .plan import (
     HOST,
     EngineCards,
@@ -33,11 +34,11 @@ from .plan import (
     support_notes,
     with_tuning,
 )
-from .records import DetectionContext, Device, RunContext, Workload
+from ..api.records import DetectionContext, Device, RunContext, Workload
 from .resolve import parse_engine_args
 from .selection import DeviceChoice, Selection, choose_backend
-from .tuning import versions
-from .tuning.lookup import data_dir, decide_host, search_dirs
+from ..tuning import versions
+from ..tuning.lookup import data_dir, decide_host, search_dirs
 
 GIB = 1 << 30
 #: Engine arguments whose values a user gives after `run --`, which no default overrides.
@@ -187,7 +188,7 @@ def detect(request: PlanRequest, config: run_config.RunConfig) -> Detected:
 def make_plan(request: PlanRequest) -> PlanOutcome:
     """The plan for the main card, a named card (``request.device``), or the host backend
     when no AMD GPU can run."""
-    from .report import device_dict
+    from ..cli.report import device_dict
 
     env, recorder = request.env, request.recorder
     path, config = run_config.find_and_load(request.config, env, recorder)
@@ -290,7 +291,7 @@ def refuse_unsupported(assignments: Sequence[Assignment], selection: Selection) 
 
 def host_run(request: PlanRequest, host_plan: Plan) -> HostRun:
     """What the host backend runs: its kernel choices, instruction set and tuning table."""
-    from .host.platform import blas_version, isa_level
+    from ..host.platform import blas_version, isa_level
 
     dirs = [*search_dirs(None, request.env, ()), data_dir(request.env)]
     return HostRun(
@@ -306,8 +307,8 @@ def run_settings(
     """What the workload runs with: its shape, threads, and on a card the plugin's kernel
     library, the runtimes to try, the prompt GEMM library's files and the time the GPU run
     may take."""
-    from .tuning.libraries import library_paths
-    from .gpu.backends import runtime_candidates
+    from ..tuning.libraries import library_paths
+    from ..gpu.backends import runtime_candidates
 
     library = None
     gemm_libraries: tuple[str, ...] = ()

@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from . import archdb
-from .records import Device
+from .. import archdb
+from ..api.records import Device
 
 
 @attrs.frozen

@@ -1,0 +1,1 @@
+"""The commands of `strata-core`, one module each: parse, call the pipeline, render."""
