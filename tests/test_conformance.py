@@ -193,7 +193,7 @@ def test_plugins_check_fails_on_a_broken_plugin(env, tmp_path):
 
 
 def test_a_malformed_or_missing_build_manifest_is_one_line(tmp_path):
-    from strata_core.gpu import manifest
+    from strata_core.api import manifest
 
     missing = manifest.load(tmp_path)
     assert missing.problems == (

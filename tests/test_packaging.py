@@ -16,7 +16,7 @@ import pytest
 
 import strata_core
 from strata_core import archdb
-from strata_core.gpu import manifest as manifest_module
+from strata_core.api import manifest as manifest_module
 from strata_core.cli.report import library_lines
 from strata_core.testing import fake_gpu, write_sysfs
 

@@ -75,7 +75,7 @@ class ArchPlugin:
 
     @hookimpl
     def strata_kernel_library(self) -> KernelLibrary:
-        from ..gpu import manifest
+        from . import manifest
 
         return manifest.load(self.package_dir / "kernels")
 

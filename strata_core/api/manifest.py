@@ -8,7 +8,7 @@ from pathlib import Path
 
 import attrs
 
-from ..api.records import KernelLibrary
+from .records import KernelLibrary
 
 MANIFEST = "build.json"
 _str = attrs.validators.instance_of(str)
