@@ -44,10 +44,6 @@ FLOORS = {
 GROUND_FLOOR, ENTRY_FLOOR = 0, 6
 #: what the house still does against the rules above, each with its reason
 ALLOWED: dict[str, str] = {
-    "ring: api <-> blas <-> cli <-> cuda <-> detect <-> gpu <-> hip <-> host <-> plan <-> run <-> testing <-> tuning": "not yet fixed (issue 23)",
-    "strata_core.api.kernels -> strata_core.tuning.lookup: api imports tuning, a higher layer": "not yet fixed (issue 23)",
-    "strata_core.plan.pipeline -> strata_core.cli.report: plan imports cli, a higher layer": "not yet fixed (issue 23)",
-    "strata_core.tuning.lookup -> strata_core.plan.resolve: tuning imports plan, a higher layer": "not yet fixed (issue 23)",
 }
 
 

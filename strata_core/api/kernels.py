@@ -6,12 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import attrs
-
 from .. import archdb
 from ..digits import is_digits
 from .records import Device, KernelChoice, RunContext, Workload
-from ..tuning.lookup import TuningDecision
 
 #: AMD_HIP.md, "Deep contexts": "Past about 135K cells (and from about 90K cells on a prompt
 #: read) the top-k selection runs the wide kernel"; "Speed switches": STRATA_TOPK_STREAM=0 runs
@@ -178,33 +175,6 @@ def prompt_gemm_choice(device: Device, switches: Mapping[str, str | None]) -> Ke
             "gfx906: hipBLAS (rocBLAS with gfx906 kernels); hipBLASLt is not used",
         )
     return KernelChoice("prompt_gemm", "hipblas", "the prompt GEMMs run through hipBLAS")
-
-
-def with_tables(
-    kernels: Mapping[str, KernelChoice], decisions: Mapping[str, TuningDecision]
-) -> dict[str, KernelChoice]:
-    """``kernels`` with the prompt GEMM's tuning table where the plan takes one: hipBLAS with a
-    hipBLASLt table is the hipBLASLt path; a rocBLAS table serves the FP16 route; cuBLASLt
-    takes its own."""
-    chosen = dict(kernels)
-    gemm = chosen.get("prompt_gemm")
-    hipblaslt, rocblas = decisions.get("hipblaslt"), decisions.get("rocblas")
-    cublaslt = decisions.get("cublaslt")
-    if gemm is None:
-        return chosen
-    if gemm.variant == "hipblas" and hipblaslt is not None and hipblaslt.used:
-        chosen["prompt_gemm"] = KernelChoice(
-            "prompt_gemm", "hipblaslt", f"hipBLASLt with the tuning table {hipblaslt.table}"
-        )
-    elif gemm.variant == "cublaslt" and cublaslt is not None and cublaslt.used:
-        chosen["prompt_gemm"] = attrs.evolve(
-            gemm, reason=f"{gemm.reason}, with the tuning table {cublaslt.table}"
-        )
-    elif gemm.variant.startswith("rocblas-f16") and rocblas is not None and rocblas.used:
-        chosen["prompt_gemm"] = attrs.evolve(
-            gemm, reason=f"{gemm.reason}; the FP16 route with the rocBLAS table {rocblas.table}"
-        )
-    return chosen
 
 
 def hip_choices(

@@ -124,3 +124,13 @@ def apply_rules(rules: Iterable[Rule], device: Device, context: RunContext) -> t
         if rule.switch not in chosen and rule.holds(device, context):
             chosen[rule.switch] = Default(rule.switch, rule.value, rule.reason)
     return tuple(chosen.values())
+
+
+@attrs.frozen
+class Resolved:
+    """A switch's value in a plan (None: unset), where it came from (one of SOURCES of
+    strata_core.plan.resolve) and why."""
+
+    value: str | None
+    source: str
+    reason: str

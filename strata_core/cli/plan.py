@@ -13,7 +13,7 @@ from .. import log
 from ..errors import StrataError
 from ..plan.pipeline import PlanRequest, make_plan
 from ..plan.plan import Plan, declarations
-from .report import explain_text, plan_dict, plan_text, warn
+from .report import device_dict, explain_text, plan_dict, plan_text, warn
 from ..plan.resolve import without_flags
 from ..plan.selection import Selection
 from ..api.switches import Switch
@@ -21,7 +21,8 @@ from ..api.switches import Switch
 
 def run_plan(request: PlanRequest, args: argparse.Namespace) -> int:
     outcome = make_plan(request)
-    plan, row, selection = outcome.plan, outcome.row, outcome.selection
+    plan, selection = outcome.plan, outcome.selection
+    row = device_dict(outcome.assignment, selection, plan.context.os, request.env)
     notes = outcome.notes
     if args.json:
         answer = plan_dict(plan, row, selection.indices)

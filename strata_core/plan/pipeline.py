@@ -97,8 +97,10 @@ class Detected:
 
 @attrs.frozen
 class PlanOutcome:
+    """The plan, and the main card's assignment (which plugin claimed it, and why)."""
+
     plan: Plan
-    row: dict
+    assignment: Assignment
     selection: Selection
     manager: PluginManager
     config: run_config.RunConfig
@@ -188,8 +190,6 @@ def detect(request: PlanRequest, config: run_config.RunConfig) -> Detected:
 def make_plan(request: PlanRequest) -> PlanOutcome:
     """The plan for the main card, a named card (``request.device``), or the host backend
     when no AMD GPU can run."""
-    from ..cli.report import device_dict
-
     env, recorder = request.env, request.recorder
     path, config = run_config.find_and_load(request.config, env, recorder)
     chosen = chosen_plugin(request, config)
@@ -272,8 +272,7 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
         plan = attrs.evolve(plan, cards=engine_cards)
     # last, so that a plugin that broke in any hook above is among them
     plan = attrs.evolve(plan, warnings=(*manager.problems, *detection_problems, *plan.warnings))
-    row = device_dict(main, selection, plan.context.os, env)
-    return PlanOutcome(plan, row, selection, manager, config, path, no_gpu)
+    return PlanOutcome(plan, main, selection, manager, config, path, no_gpu)
 
 
 def refuse_unsupported(assignments: Sequence[Assignment], selection: Selection) -> None:

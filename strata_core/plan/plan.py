@@ -13,11 +13,11 @@ from ..answer_cache import Recorder
 from ..archdb import SupportStatus
 from ..gpu.backends import backend_for
 from .core_switches import CONTROL_VARIABLES, page_variables, undeclared_note
-from ..api.kernels import with_tables
 from ..api.manager import PluginManager
 from .pictures import PictureReader, picture_reader
 from ..api.records import Device, KernelChoice, KernelLibrary, RunContext, Workload
-from .resolve import Resolved, parse_engine_args, resolve
+from ..api.switches import Resolved
+from .resolve import parse_engine_args, resolve
 from ..api.switches import Default, Switch
 from ..tuning.lookup import TuningDecision, decide_cublaslt, decide_hipblaslt, decide_rocblas
 from ..tuning.versions import LibraryVersion
@@ -30,6 +30,33 @@ DEFAULT_WORKLOAD = Workload()
 def backend_of(device: Device) -> str:
     """What runs a device: its vendor's GPU backend (strata_core.gpu.backends), else the host."""
     return backend_for(device.vendor) or HOST
+
+
+def with_tables(
+    kernels: Mapping[str, KernelChoice], decisions: Mapping[str, TuningDecision]
+) -> dict[str, KernelChoice]:
+    """``kernels`` with the prompt GEMM's tuning table where the plan takes one: hipBLAS with a
+    hipBLASLt table is the hipBLASLt path; a rocBLAS table serves the FP16 route; cuBLASLt
+    takes its own."""
+    chosen = dict(kernels)
+    gemm = chosen.get("prompt_gemm")
+    hipblaslt, rocblas = decisions.get("hipblaslt"), decisions.get("rocblas")
+    cublaslt = decisions.get("cublaslt")
+    if gemm is None:
+        return chosen
+    if gemm.variant == "hipblas" and hipblaslt is not None and hipblaslt.used:
+        chosen["prompt_gemm"] = KernelChoice(
+            "prompt_gemm", "hipblaslt", f"hipBLASLt with the tuning table {hipblaslt.table}"
+        )
+    elif gemm.variant == "cublaslt" and cublaslt is not None and cublaslt.used:
+        chosen["prompt_gemm"] = attrs.evolve(
+            gemm, reason=f"{gemm.reason}, with the tuning table {cublaslt.table}"
+        )
+    elif gemm.variant.startswith("rocblas-f16") and rocblas is not None and rocblas.used:
+        chosen["prompt_gemm"] = attrs.evolve(
+            gemm, reason=f"{gemm.reason}; the FP16 route with the rocBLAS table {rocblas.table}"
+        )
+    return chosen
 
 
 @attrs.frozen

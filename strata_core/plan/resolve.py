@@ -8,19 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import attrs
 
 from ..api.records import Device
-from ..api.switches import Default, Switch
+from ..api.switches import Default, Resolved, Switch
 
 SOURCES = ("user", "config", "arch-default", "igpu-set", "builtin")
-
-
-@attrs.frozen
-class Resolved:
-    value: str | None
-    source: str
-    reason: str
 
 
 def resolve(

@@ -23,7 +23,7 @@ import attrs
 
 from .. import archdb
 from ..answer_cache import Recorder
-from ..plan.resolve import Resolved
+from ..api.switches import Resolved
 from .tables import CUBLASLT, HIPBLASLT, HOST, ROCBLAS, Kind, Table, TableError, read
 from .versions import LibraryVersion
 
