@@ -169,3 +169,32 @@ def test_a_ring_of_packages_is_found():
 
 def test_every_module_in_a_layer_imports_downward_only_and_no_packages_form_a_ring():
     assert violations() == set(ALLOWED)
+
+
+def test_plugins_and_the_example_import_the_core_through_its_api_only():
+    root = PACKAGE.parent
+    sources = [*root.glob("plugins/*/src/**/*.py"), *root.glob("examples/*/src/**/*.py")]
+    assert sources
+    outside = {
+        f"{path.relative_to(root)}: {target}"
+        for path in sources
+        for target in _absolute_imports(path)
+        if target.startswith("strata_core") and target != "strata_core.api"
+    }
+    assert outside == set()
+
+
+def test_the_api_face_exports_what_a_plugin_imports_and_is_typed():
+    import strata_core.api as api
+
+    assert [name for name in api.__all__ if not hasattr(api, name)] == []
+    assert {"ArchPlugin", "hookimpl", "Device", "RunContext", "Rule", "Switch"} <= set(api.__all__)
+    assert (PACKAGE / "py.typed").is_file()
+
+
+def _absolute_imports(path: Path) -> Iterator[str]:
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            yield node.module

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from .. import __version__, log
 from ..plan import profile
 from ..answer_cache import Recorder
-from ..plan.context import KV_TYPES, OS_NAMES, PACKS, READERS
+from ..api.records import KV_TYPES, OS_NAMES, PACKS, READERS
 from ..digits import is_digits
 from ..errors import StrataError
 

@@ -9,7 +9,7 @@ import itertools
 from collections.abc import Callable, Iterator
 
 from .. import archdb
-from ..plan.context import NATIVE_PACKS, OS_NAMES
+from ..api.records import NATIVE_PACKS, OS_NAMES
 from ..plan.devices import device_for
 from ..errors import StrataError
 from ..api.manager import PluginManager, PluginStatus

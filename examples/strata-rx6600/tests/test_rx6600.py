@@ -7,7 +7,7 @@ import sys
 
 from strata_rx6600 import UNVALIDATED, plugin
 
-from strata_core.api.records import RunContext
+from strata_core.api import RunContext
 from strata_core.testing import check_plugin, device_for, fake_gpu, plan_for
 
 

@@ -5,10 +5,7 @@ RX 6800, and there is no report of it as a primary card. It is RDNA2 (wave32, no
 signed dot4), so the gfx103x defaults apply.
 """
 
-from strata_core.api.arch_plugin import ArchPlugin
-from strata_core.api.hookspec import hookimpl
-from strata_core.api.records import Device, RunContext
-from strata_core.api.switches import Defaults, Rule
+from strata_core.api import ArchPlugin, Defaults, Device, Rule, RunContext, hookimpl
 
 UNVALIDATED = (
     "gfx1032 is unvalidated as a primary card: it has run only as the helper expert GPU of "

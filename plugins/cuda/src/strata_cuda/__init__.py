@@ -6,12 +6,23 @@ calibrated on the card (`strata-core tune`) where one is asked for."""
 
 from collections.abc import Mapping
 
-from strata_core.api.arch_plugin import EXACT_MATCH, PATTERN_MATCH, ArchPlugin
-from strata_core.archdb import compute_capability, newest_ptx_for
-from strata_core.api.hookspec import hookimpl
-from strata_core.api.kernels import gpu_topk_choices, router_choice
-from strata_core.api.records import Claim, Device, KernelChoice, RunContext, Workload
-from strata_core.api.switches import PATH, Switch
+from strata_core.api import (
+    EXACT_MATCH,
+    PATH,
+    PATTERN_MATCH,
+    ArchPlugin,
+    Claim,
+    Device,
+    KernelChoice,
+    RunContext,
+    Switch,
+    Workload,
+    compute_capability,
+    gpu_topk_choices,
+    hookimpl,
+    newest_ptx_for,
+    router_choice,
+)
 
 TABLES = "Tuning tables"
 #: cuBLASLt's table switches, as hipBLASLt's (AMD_HIP.md "Tuning tables"): the page takes a

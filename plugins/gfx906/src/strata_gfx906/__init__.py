@@ -1,7 +1,6 @@
 """strata plugin for Instinct MI50 / MI60 and Radeon VII, as the wave64 compat build."""
 
-from strata_core.api.arch_plugin import ArchPlugin
-from strata_core.api.switches import Rule, Switch
+from strata_core.api import ArchPlugin, Rule, Switch
 
 OFF_ON = ("0", "1")
 SECTION = "gfx906"

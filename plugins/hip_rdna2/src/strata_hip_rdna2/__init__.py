@@ -1,9 +1,6 @@
 """strata plugin for RX 6800 / 6900 series and RX 6700 XT."""
 
-from strata_core.api.arch_plugin import ArchPlugin
-from strata_core.api.hookspec import hookimpl
-from strata_core.api.records import Device, RunContext
-from strata_core.api.switches import Defaults, Rule
+from strata_core.api import ArchPlugin, Defaults, Device, Rule, RunContext, hookimpl
 
 F16_TIP = (
     "tip: STRATA_HIP_PROMPT_F16=1 runs the 16-bit prompt GEMMs FP16 in and out; "

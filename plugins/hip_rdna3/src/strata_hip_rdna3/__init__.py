@@ -1,6 +1,6 @@
 """strata plugin for RX 7900 XT / XTX, RX 7800 XT / 7700 XT and RX 7600 XT."""
 
-from strata_core.api.arch_plugin import ArchPlugin
+from strata_core.api import ArchPlugin
 
 
 class RDNA3(ArchPlugin):

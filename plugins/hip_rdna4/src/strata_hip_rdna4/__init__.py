@@ -1,8 +1,6 @@
 """strata plugin for RX 9060 XT, RX 9070 / 9070 XT and Radeon AI PRO R9700."""
 
-from strata_core.api.arch_plugin import ArchPlugin
-from strata_core.plan.context import NATIVE_PACKS
-from strata_core.api.switches import Rule
+from strata_core.api import NATIVE_PACKS, ArchPlugin, Rule
 
 LINUX = ("linux",)
 SPEED = "(AMD_HIP.md, Speed switches)"

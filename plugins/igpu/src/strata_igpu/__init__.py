@@ -1,10 +1,7 @@
 """strata plugin for integrated Radeon GPUs: 780M / 760M, 890M / 880M, Strix Halo 8060S,
 860M / 840M, with the iGPU prompt set (AMD_HIP.md, "Integrated GPUs (mini PCs)")."""
 
-from strata_core.api.arch_plugin import ArchPlugin
-from strata_core.api.hookspec import hookimpl
-from strata_core.api.records import Device, RunContext
-from strata_core.api.switches import Default, Defaults, Rule
+from strata_core.api import ArchPlugin, Default, Defaults, Device, Rule, RunContext, hookimpl
 
 HALO = ("gfx1151",)
 PROMPT_SET = (
