@@ -66,7 +66,7 @@ def report(request: PlanRequest) -> dict:
     """Everything the report holds, as JSON-ready data."""
     from ..gpu.backends import backend_for
     from ..host.platform import cpu_name, isa_level, kernel_isa
-    from .report import SCHEMA_VERSION, device_dict
+    from .answers import SCHEMA_VERSION, device_dict
     from ..tuning import versions
 
     env = request.env

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import signal
@@ -20,7 +19,6 @@ from ..digits import is_digits
 from ..errors import StrataError
 
 if TYPE_CHECKING:
-    from ..api.manager import PluginManager
     from ..plan.pipeline import PlanRequest
 
 PROG = "strata-core"
@@ -411,7 +409,9 @@ def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) ->
         )
     try:
         if args.command == "plugins":
-            return _plugins(args, env)
+            from .plugins import run_plugins
+
+            return run_plugins(args, env)
         if args.command == "run":
             from .run import run
 
@@ -432,7 +432,9 @@ def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) ->
             from .plan import run_plan
 
             return run_plan(plan_request(args, env, recorder), args)
-        return _devices(plan_request(args, env, recorder), args.json, args.verbose)
+        from .devices import run_devices
+
+        return run_devices(plan_request(args, env, recorder), args.json, args.verbose)
     except StrataError as exc:
         return _fail(str(exc), 2, getattr(args, "json", False))
     except BrokenPipeError:
@@ -530,51 +532,10 @@ def _fail(message: str, status: int, as_json: bool) -> int:
     """The one line of a command that cannot go on; with --json, a JSON answer on stdout too."""
     log.error(message)
     if as_json:
-        from .report import SCHEMA_VERSION
+        from .answers import dumps, error_answer
 
-        print(json.dumps({"schema_version": SCHEMA_VERSION, "error": message, "exit": status}))
+        print(dumps(error_answer(message, status), indent=None))
     return status
-
-
-def _plugins(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    from ..api.manager import PluginManager
-    from .report import SCHEMA_VERSION, plugin_dict, plugins_text, warn
-
-    manager = PluginManager.discover(env)
-    if args.check:
-        return _check_plugins(args, manager)
-    libraries = manager.kernel_libraries()
-    records = list(manager.records.values())
-    if args.json:
-        plugins = [plugin_dict(r, libraries.get(r.name)) for r in records]
-        answer = {"schema_version": SCHEMA_VERSION, "plugins": plugins}
-        print(json.dumps(answer | {"problems": manager.problems}, indent=2))
-    else:
-        warn(manager.problems)
-        print(plugins_text(records, libraries))
-    return 0
-
-
-def _check_plugins(args: argparse.Namespace, manager: PluginManager) -> int:
-    """Exit 1 when any installed architecture plugin breaks a contract or fails to load."""
-    from ..testing.conformance import check_plugin
-    from ..api.manager import PluginStatus
-    from .report import SCHEMA_VERSION, warn
-
-    found = {
-        name: check_plugin(manager.pm.get_plugin(name), name)
-        for name, record in manager.records.items()
-        if not record.builtin and record.status is PluginStatus.ACTIVE
-    }
-    if args.json:
-        answer = {"schema_version": SCHEMA_VERSION, "checked": found}
-        print(json.dumps(answer | {"problems": manager.problems}, indent=2))
-    else:
-        warn(manager.problems)
-        for name, problems in found.items():
-            print(f"{name}: " + ("conforms" if not problems else f"{len(problems)} problem(s)"))
-            print("".join(f"  {problem}\n" for problem in problems), end="")
-    return 1 if any(found.values()) or manager.problems else 0
 
 
 def pack_name(text: str) -> str:
@@ -632,38 +593,3 @@ def plan_request(
         for_run=args.command == "run" and engine is None,
         recorder=recorder or Recorder(),
     )
-
-
-def _devices(request: PlanRequest, as_json: bool, verbose: bool) -> int:
-    from ..plan import config as run_config
-    from ..plan.context import this_os
-    from ..gpu.backends import backend_for
-    from ..plan.pipeline import detect
-    from .report import SCHEMA_VERSION, device_dict, devices_text, warn
-
-    _, config = run_config.find_and_load(request.config, request.env, request.recorder)
-    detected = detect(request, config)
-    selection, notes = detected.selection, (*detected.found.notes, *detected.selection.notes)
-    os_name = request.os or this_os()
-    rows = [device_dict(a, selection, os_name, request.env) for a in detected.assignments]
-    if as_json:
-        print(
-            json.dumps(
-                {
-                    "schema_version": SCHEMA_VERSION,
-                    "devices": rows,
-                    "backend": backend_for(selection.vendor) or "hip",
-                    "selected": list(selection.indices),
-                    "selection_reason": selection.reason,
-                    "notes": list(notes),
-                    "warnings": list(detected.warnings),
-                },
-                indent=2,
-            )
-        )
-    else:
-        warn(detected.warnings)
-        for note in notes:
-            log.info(note, kind="note")
-        print(devices_text(rows, selection, verbose))
-    return 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Mapping
 
 import attrs
@@ -13,7 +12,8 @@ from .. import log
 from ..errors import StrataError
 from ..plan.pipeline import PlanRequest, make_plan
 from ..plan.plan import Plan, declarations
-from .report import device_dict, explain_text, plan_dict, plan_text, warn
+from .answers import device_dict, dumps, plan_answer
+from .report import explain_text, plan_text, warn
 from ..plan.resolve import without_flags
 from ..plan.selection import Selection
 from ..api.switches import Switch
@@ -25,8 +25,7 @@ def run_plan(request: PlanRequest, args: argparse.Namespace) -> int:
     row = device_dict(outcome.assignment, selection, plan.context.os, request.env)
     notes = outcome.notes
     if args.json:
-        answer = plan_dict(plan, row, selection.indices)
-        print(json.dumps(answer | {"notes": list(notes)}, indent=2))
+        print(dumps(plan_answer(plan, row, selection.indices, notes)))
         return 0
     switches, _ = declarations(outcome.manager, ("core", plan.plugin))
     explained = switch_named(args.explain, switches, plan.plugin) if args.explain else None

@@ -1,45 +1,16 @@
-"""What `strata-core plugins` and `strata-core devices` print, as JSON-ready dicts and text."""
+"""What the commands print for people: plugins, devices, the plan and one switch explained
+(their --json answers are strata_core.cli.answers's)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
 from .. import log
-from ..plan import packages
-from ..plan.claims import Assignment
 from ..api.manager import PluginRecord, PluginStatus
-from ..plan.plan import backend_of
 from ..api.records import KernelLibrary
 from ..plan.selection import Selection
 
 GIB = 1 << 30
-#: the version of every --json answer's layout (docs/json.md); a change that removes or
-#: renames a key, or changes its meaning, raises it
-SCHEMA_VERSION = 1
-
-
-def plugin_dict(record: PluginRecord, library: KernelLibrary | None) -> dict:
-    return {
-        "name": record.name,
-        "distribution": record.distribution,
-        "version": record.version,
-        "api_version": record.api_version,
-        "archs": list(record.targets),
-        "status": record.status.value,
-        "why": record.why,
-        "builtin": record.builtin,
-        "kernel_library": None if library is None else library_dict(library),
-    }
-
-
-def library_dict(library: KernelLibrary) -> dict:
-    return {
-        "directory": str(library.directory),
-        "targets": list(library.targets),
-        "code_objects": {t: str(p) for t, p in library.code_objects.items()},
-        "compiler": library.compiler,
-        "problems": list(library.problems),
-    }
 
 
 def library_lines(name: str, library: KernelLibrary) -> list[str]:
@@ -83,38 +54,6 @@ def plugins_text(records: Sequence[PluginRecord], libraries: Mapping[str, Kernel
         lines += ["", "kernel libraries (HIP code objects):"]
         lines += [f"  {line}" for n, lib in libraries.items() for line in library_lines(n, lib)]
     return "\n".join(lines)
-
-
-def device_dict(
-    assignment: Assignment, selection: Selection, os_name: str, env: Mapping[str, str]
-) -> dict:
-    """One card as `devices` and `plan` show it; its status follows an opt-in in ``env``."""
-    d = assignment.device
-    return {
-        "index": d.index,
-        "vendor": d.vendor,
-        "backend": backend_of(d),
-        "name": d.name,
-        "gfx": d.gfx,
-        "physical_gfx": d.physical_gfx,
-        "family": d.family,
-        "integrated": d.integrated,
-        "integrated_evidence": d.integrated_evidence,
-        "vram_bytes": d.vram_bytes,
-        "wave_size": d.wave_size,
-        "pci": d.pci,
-        "plugin": assignment.plugin,
-        "status": packages.status(d.physical_gfx, os_name, env),
-        "usable": assignment.usable,
-        "reason": f"hidden by {d.hidden_by}" if d.hidden_by else assignment.reason,
-        "refusals": assignment.refusals if assignment.plugin is None else [],
-        "selected": selection.selects(d),
-        "role": selection.roles.get(d.index)
-        if d.index is not None and selection.selects(d)
-        else None,
-        "override": d.override,
-        "seen_by": list(d.seen_by),
-    }
 
 
 def devices_text(rows: Sequence[dict], selection: Selection, verbose: bool = False) -> str:
@@ -170,35 +109,6 @@ SOURCE_TITLES = {
     "igpu-set": "iGPU prompt set",
     "builtin": "engine built-in (unset)",
 }
-
-
-def _resolved_dict(resolved) -> dict:
-    return {"value": resolved.value, "source": resolved.source, "reason": resolved.reason}
-
-
-def plan_dict(plan, device_row: dict, selected: Sequence[int]) -> dict:
-    package = plan.package
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "engine_env": plan.engine_env(),
-        "engine_argv": plan.engine_args(),
-        "backend": plan.backend,
-        "device": device_row,
-        "plugin": plan.plugin,
-        "os": plan.context.os,
-        "package": package.name if package else None,
-        "package_rocm": package.rocm if package else None,
-        "selected": list(selected),
-        "switches": {n: _resolved_dict(r) for n, r in plan.switches.items()},
-        "args": {n.lstrip("-").replace("-", "_"): _resolved_dict(r) for n, r in plan.args.items()},
-        "tuning": {name: d.as_dict() for name, d in plan.tuning.items()},
-        "kernels": {
-            op: {"variant": c.variant, "reason": c.reason} for op, c in plan.kernels.items()
-        },
-        "pictures": plan.pictures.as_dict() if plan.pictures else None,
-        "log": list(plan.log),
-        "warnings": list(plan.warnings),
-    }
 
 
 def plan_text(plan, device_row: dict, verbose: bool = False) -> str:

@@ -3,7 +3,6 @@ every result), or start the engine with `run -- ENGINE ARGS...`."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -13,7 +12,8 @@ from .. import log
 from ..errors import StrataError
 from ..plan.pipeline import PlanOutcome, PlanRequest, make_plan
 from ..plan.plan import HOST, Plan
-from .report import SCHEMA_VERSION, warn
+from .answers import dumps, run_answer
+from .report import warn
 from ..plan.resolve import without_flags
 
 
@@ -76,16 +76,8 @@ def report_run(outcome: PlanOutcome, as_json: bool) -> int:
 
     ran = run_workload(plan, plan.backend, say)
     if as_json:
-        answer = {
-            "schema_version": SCHEMA_VERSION,
-            "backend": ran.backend,
-            **ran.facts,
-            "kernels": ran.kernels,
-            "notes": [*outcome.notes, *said],
-            "warnings": list(outcome.warnings),
-            "log": list(plan.log),
-        }
-        print(json.dumps(answer, indent=2))
+        notes = [*outcome.notes, *said]
+        print(dumps(run_answer(ran.backend, ran.facts, ran.kernels, notes, outcome.warnings, plan.log)))
         return 0
     print(ran.headline)
     print(kernel_table(ran.kernels, "DRAM" if ran.backend == HOST else "card"))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -52,7 +51,7 @@ def check(path: Path) -> dict:
 
 
 def run_table_check(args: argparse.Namespace) -> int:
-    from .report import SCHEMA_VERSION
+    from .answers import dumps, table_check_answer
 
     results, empty = [], []
     for given in args.files:
@@ -63,10 +62,7 @@ def run_table_check(args: argparse.Namespace) -> int:
     ok = not empty and all(r["ok"] for r in results)
     if args.json:
         tables = [{k: v for k, v in r.items() if k != "note"} for r in results]
-        answer = {"schema_version": SCHEMA_VERSION, "ok": ok, "tables": tables}
-        if empty:
-            answer["problems"] = empty
-        print(json.dumps(answer, indent=2))
+        print(dumps(table_check_answer(ok, tables, empty)))
         return 0 if ok else 1
     for r in results:
         if not r["ok"]:

@@ -23,9 +23,6 @@ class PictureReader:
     reason: str
     notes: tuple[str, ...] = ()
 
-    def as_dict(self) -> dict:
-        return {"reader": self.reader, "reason": self.reason, "notes": list(self.notes)}
-
 
 def picture_reader(device: Device, os_name: str, requested: str | None) -> PictureReader:
     """The reader for a run whose main card is ``device``; ``requested`` is the user's

@@ -1,0 +1,28 @@
+"""`strata-core devices`: the GPUs of this PC, which plugin runs each, and the cards chosen."""
+
+from __future__ import annotations
+
+from .. import log
+from ..gpu.backends import backend_for
+from ..plan import config as run_config
+from ..plan.context import this_os
+from ..plan.pipeline import PlanRequest, detect
+from .answers import device_dict, devices_answer, dumps
+from .report import devices_text, warn
+
+
+def run_devices(request: PlanRequest, as_json: bool, verbose: bool) -> int:
+    _, config = run_config.find_and_load(request.config, request.env, request.recorder)
+    detected = detect(request, config)
+    selection, notes = detected.selection, (*detected.found.notes, *detected.selection.notes)
+    os_name = request.os or this_os()
+    rows = [device_dict(a, selection, os_name, request.env) for a in detected.assignments]
+    if as_json:
+        backend = backend_for(selection.vendor) or "hip"
+        print(dumps(devices_answer(rows, backend, selection, notes, detected.warnings)))
+    else:
+        warn(detected.warnings)
+        for note in notes:
+            log.info(note, kind="note")
+        print(devices_text(rows, selection, verbose))
+    return 0

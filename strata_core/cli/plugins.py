@@ -1,0 +1,44 @@
+"""`strata-core plugins`: the installed architecture plugins and their kernel libraries;
+`--check` runs the conformance checks on each."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+
+from ..api.manager import PluginManager, PluginStatus
+from .answers import dumps, plugins_answer, plugins_check_answer
+from .report import plugins_text, warn
+
+
+def run_plugins(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    manager = PluginManager.discover(env)
+    if args.check:
+        return check_plugins(args, manager)
+    libraries = manager.kernel_libraries()
+    records = list(manager.records.values())
+    if args.json:
+        print(dumps(plugins_answer(records, libraries, manager.problems)))
+    else:
+        warn(manager.problems)
+        print(plugins_text(records, libraries))
+    return 0
+
+
+def check_plugins(args: argparse.Namespace, manager: PluginManager) -> int:
+    """Exit 1 when any installed architecture plugin breaks a contract or fails to load."""
+    from ..testing.conformance import check_plugin
+
+    found = {
+        name: check_plugin(manager.pm.get_plugin(name), name)
+        for name, record in manager.records.items()
+        if not record.builtin and record.status is PluginStatus.ACTIVE
+    }
+    if args.json:
+        print(dumps(plugins_check_answer(found, manager.problems)))
+    else:
+        warn(manager.problems)
+        for name, problems in found.items():
+            print(f"{name}: " + ("conforms" if not problems else f"{len(problems)} problem(s)"))
+            print("".join(f"  {problem}\n" for problem in problems), end="")
+    return 1 if any(found.values()) or manager.problems else 0
