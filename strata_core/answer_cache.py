@@ -19,6 +19,7 @@ import os
 import stat
 import sys
 import zlib
+from typing import Any
 
 FORMAT = 1
 #: Environment variables that can change an answer: strata's own, the ROCm runtime's, and
@@ -137,7 +138,7 @@ def _code_files() -> list[str]:
     return sorted(f for f in files if f and not f.startswith(stdlib))
 
 
-def lookup(argv: list[str], env: dict[str, str]) -> dict | None:
+def lookup(argv: list[str], env: dict[str, str]) -> dict[str, Any] | None:
     """The stored answer for this command line and environment, if still valid."""
     if not _enabled(env):
         return None

@@ -24,7 +24,7 @@ class ChildFailed(Exception):
 
 def run_json_module(
     module: str, env: Mapping[str, str], timeout_s: float, what: str, recorder: Recorder
-) -> dict:
+) -> dict[str, Any]:
     """The child's JSON answer; ChildFailed, with one line saying what went wrong, when it
     gave none (and then the command's answer is not one to cache)."""
     try:
@@ -57,7 +57,7 @@ def run_json_forked(
     timeout_s: float,
     what: str,
     recorder: Recorder,
-) -> dict:
+) -> dict[str, Any]:
     """``function(env)``'s JSON answer, computed in a fork of this process whose environment
     is ``env`` and whose stdout and stderr are kept from the caller's; ChildFailed as
     :func:`run_json_module` says it. What the child needs is imported before the fork, and
@@ -129,7 +129,7 @@ def answer_json(compute: Callable[[], Any]) -> None:
     answer.flush()
 
 
-def child_environment(overrides: Mapping[str, str], owned: Callable[[str], bool]) -> dict:
+def child_environment(overrides: Mapping[str, str], owned: Callable[[str], bool]) -> dict[str, Any]:
     """This process's environment, with the variables ``owned`` says are the probe's taken
     from ``overrides`` only (so a test's fake environment is what the probe sees)."""
     env = {k: v for k, v in os.environ.items() if not owned(k)}

@@ -40,7 +40,7 @@ def level_from(verbose: bool, quiet: bool, env: Mapping[str, str]) -> str:
     return level
 
 
-def _for_people(_logger: Any, method: str, event: dict) -> str:
+def _for_people(_logger: Any, method: str, event: dict[str, Any]) -> str:
     label = f"{method}: " if method in ("warning", "debug") else ""
     return f"{PROG}: {label}{event['event']}"
 

@@ -249,7 +249,7 @@ class PluginManager:
         only: Collection[str] | None,
         side_by_side: bool = False,
         **kwargs: Any,
-    ) -> list:
+    ) -> list[Any]:
         """Call every implementation of a hook (or those of the ``only`` plugins) on its own,
         in registration order, or ``side_by_side`` in threads, and return (plugin name,
         result) for each non-None result, in registration order.

@@ -132,7 +132,7 @@ class LtGemm:
         self._zero = self.ffi.new("float *", 0.0)
 
     def _call(self, name: str, *args: Any) -> int:
-        return getattr(self.lib, self.api.prefix + name)(*args)
+        return int(getattr(self.lib, self.api.prefix + name)(*args))
 
     def _status(self, status: int) -> str:
         if self.api is CUBLASLT_API:
@@ -235,7 +235,7 @@ class LtGemm:
             ),
             "MatmulAlgoConfigGetAttribute",
         )
-        return size[0]
+        return int(size[0])
 
     def build(self, shape: GemmShape, solution: str) -> Any:
         """The algorithm a solution id names for the shape; None where the library refuses

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from collections.abc import Sequence
 
 from ..tuning.libraries import PATHS
@@ -10,7 +12,7 @@ from .lt import CUBLASLT_API, HIPBLASLT_API, LtGemm
 from .rocblas import RocblasGemm
 
 
-def open_blas(path: str, files: Sequence[str], runtime) -> BlasGemm:
+def open_blas(path: str, files: Sequence[str], runtime: Any) -> BlasGemm:
     """The library of prompt GEMM path ``path``, loaded from the first of ``files`` that
     loads, on the runtime's current device. StrataError when none loads."""
     chosen = PATHS[path]

@@ -49,7 +49,7 @@ class RocblasGemm:
         if status != self.lib.rocblas_status_success:
             raise StrataError(f"{call} failed: {self._status(status)} in {self.path}")
 
-    def _arguments(self, shape: GemmShape, x: int, w: int, y: int) -> tuple:
+    def _arguments(self, shape: GemmShape, x: int, w: int, y: int) -> tuple[Any, ...]:
         lib, cast, f32 = self.lib, self.ffi.cast, self.lib.rocblas_datatype_f32_r
         return (
             self.handle, lib.rocblas_operation_transpose, lib.rocblas_operation_none,

@@ -35,7 +35,7 @@ def error_answer(message: str, status: int) -> Answer:
     return {"schema_version": SCHEMA_VERSION, "error": message, "exit": status}
 
 
-def plugin_dict(record: PluginRecord, library: KernelLibrary | None) -> dict:
+def plugin_dict(record: PluginRecord, library: KernelLibrary | None) -> dict[str, Any]:
     return {
         "name": record.name,
         "distribution": record.distribution,
@@ -49,7 +49,7 @@ def plugin_dict(record: PluginRecord, library: KernelLibrary | None) -> dict:
     }
 
 
-def library_dict(library: KernelLibrary) -> dict:
+def library_dict(library: KernelLibrary) -> dict[str, Any]:
     return {
         "directory": str(library.directory),
         "targets": list(library.targets),
@@ -76,7 +76,7 @@ def plugins_check_answer(found: Mapping[str, Sequence[str]], problems: Sequence[
 
 def device_dict(
     assignment: Assignment, selection: Selection, os_name: str, env: Mapping[str, str]
-) -> dict:
+) -> dict[str, Any]:
     """One card as `devices` and `plan` show it; its status follows an opt-in in ``env``."""
     d = assignment.device
     return {

@@ -11,6 +11,7 @@ import shlex
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from .. import __version__
 from ..plan import config as run_config
@@ -44,7 +45,7 @@ def rocm_version(env: Mapping[str, str]) -> str | None:
     return None
 
 
-def numpy_blas() -> dict:
+def numpy_blas() -> dict[str, Any]:
     """numpy's version and the BLAS it calls (threadpoolctl), which the host prompt GEMM runs."""
     import numpy
     from threadpoolctl import threadpool_info
@@ -62,7 +63,7 @@ def _first_line(path: Path) -> str | None:
     return lines[0].strip() if lines else None
 
 
-def report(request: PlanRequest) -> dict:
+def report(request: PlanRequest) -> dict[str, Any]:
     """Everything the report holds, as JSON-ready data."""
     from ..gpu.backends import backend_for
     from ..host.platform import cpu_name, isa_level, kernel_isa
@@ -113,7 +114,7 @@ def report(request: PlanRequest) -> dict:
     }
 
 
-def text(answer: Mapping) -> str:
+def text(answer: Mapping[str, Any]) -> str:
     cpu, numpy = answer["cpu"], answer["numpy"]
     lines = [f"strata {answer['strata']}", "plugins:"]
     lines += [

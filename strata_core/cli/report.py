@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .. import log
 from ..api.manager import PluginRecord, PluginStatus
 from ..api.records import KernelLibrary
+from ..api.switches import Switch
+from ..plan.plan import Plan
 from ..plan.selection import Selection
 
 GIB = 1 << 30
@@ -56,7 +59,9 @@ def plugins_text(records: Sequence[PluginRecord], libraries: Mapping[str, Kernel
     return "\n".join(lines)
 
 
-def devices_text(rows: Sequence[dict], selection: Selection, verbose: bool = False) -> str:
+def devices_text(
+    rows: Sequence[Mapping[str, Any]], selection: Selection, verbose: bool = False
+) -> str:
     """The cards under column headers (``*`` marks the chosen ones), each with its status and
     who runs it on the line below; ``verbose`` adds why each plugin refuses a card none runs."""
     if not rows:
@@ -111,7 +116,7 @@ SOURCE_TITLES = {
 }
 
 
-def plan_text(plan, device_row: dict, verbose: bool = False) -> str:
+def plan_text(plan: Plan, device_row: Mapping[str, Any], verbose: bool = False) -> str:
     """The plan for people: what strata sets and why; ``verbose`` adds the switches left to
     the engine's built-ins."""
     d = plan.device
@@ -158,7 +163,7 @@ def plan_text(plan, device_row: dict, verbose: bool = False) -> str:
     return "\n".join(lines)
 
 
-def explain_text(plan, name: str, switch) -> str:
+def explain_text(plan: Any, name: str, switch: Switch) -> str:
     resolved = plan.explain(name)
     value = "unset" if resolved.value is None else resolved.value
     lines = [

@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from .. import log
 from ..errors import StrataError
@@ -77,7 +78,8 @@ def report_run(outcome: PlanOutcome, as_json: bool) -> int:
     ran = run_workload(plan, plan.backend, say)
     if as_json:
         notes = [*outcome.notes, *said]
-        print(dumps(run_answer(ran.backend, ran.facts, ran.kernels, notes, outcome.warnings, plan.log)))
+        answer = run_answer(ran.backend, ran.facts, ran.kernels, notes, outcome.warnings, plan.log)
+        print(dumps(answer))
         return 0
     print(ran.headline)
     print(kernel_table(ran.kernels, "DRAM" if ran.backend == HOST else "card"))
@@ -97,7 +99,7 @@ def readable(value: float, unit: str) -> str:
     return f"{value:,.1f} {unit}"
 
 
-def kernel_table(kernels: Mapping[str, dict], memory: str) -> str:
+def kernel_table(kernels: Mapping[str, dict[str, Any]], memory: str) -> str:
     """The run's kernels under column headers; a read share above 100% is cache-resident. On a
     card the median is the GPU's time (events, the queue held) and the host's call time is
     beside it."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from ..tuning.tables import Table, TableError, read
 
@@ -29,7 +30,7 @@ def lookup_note(path: Path, table: Table) -> str:
     return f"; the folder lookup takes it only as {name}{forced}"
 
 
-def check(path: Path) -> dict:
+def check(path: Path) -> dict[str, Any]:
     try:
         table = read(path)
     except TableError as error:

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from .. import log
 from ..digits import is_digits
@@ -23,7 +24,7 @@ from ..tuning import tables
 from ..tuning.tables import HOST, OP_PATTERN, TableError, parse, render
 
 
-def parse_case(text: str) -> tuple:
+def parse_case(text: str) -> tuple[Any, ...]:
     """``T,op,N,K,dtype``: the column order of a table's --case (awk's $1,$5,$2,$3,$4)."""
     parts = text.split(",")
     if (
@@ -42,9 +43,9 @@ def parse_case(text: str) -> tuple:
     return int(parts[0]), parts[1], int(parts[2]), int(parts[3]), parts[4]
 
 
-def parse_cases(texts: list[str]) -> list[tuple]:
+def parse_cases(texts: list[str]) -> list[tuple[Any, ...]]:
     """The --case list, each shape once (a table has one row a shape)."""
-    cases: dict[tuple, str] = {}
+    cases: dict[tuple[Any, ...], str] = {}
     for text in texts:
         case = parse_case(text)
         if case in cases:
@@ -134,7 +135,7 @@ def write_table(target: Path, text: str, taken_by: str) -> int:
 def tune_host(
     args: argparse.Namespace,
     env: Mapping[str, str],
-    cases: list[tuple] | None,
+    cases: list[tuple[Any, ...]] | None,
     tokens: list[int] | None,
     min_gain: float,
 ) -> int:
@@ -153,7 +154,7 @@ def tune_host(
     return write_table(target, render(table), "")
 
 
-def card_plan(args: argparse.Namespace, env: Mapping[str, str]):
+def card_plan(args: argparse.Namespace, env: Mapping[str, str]) -> Any:
     """The plan of a run on this PC's card whose prompt GEMMs run through a vendor library,
     or None where the host backend runs."""
     from ..tuning.libraries import PATHS, calibrated_path
@@ -186,8 +187,8 @@ CARD_TOKENS = (256, 512, 1024, 2048, 4096, 8192)
 def tune_card(
     args: argparse.Namespace,
     env: Mapping[str, str],
-    plan,
-    cases: list[tuple] | None,
+    plan: Any,
+    cases: list[tuple[Any, ...]] | None,
     tokens: list[int] | None,
     min_gain: float,
 ) -> int:
@@ -236,7 +237,7 @@ def tune_card(
     return write_table(target, answer["table"], taken_by)
 
 
-def host_run(args: argparse.Namespace, env: Mapping[str, str], config: Path | None):
+def host_run(args: argparse.Namespace, env: Mapping[str, str], config: Path | None) -> Any:
     """The host backend of this PC's plan (with the run config ``config``, where there is
     one yet): its instruction set and kernels."""
     from ..plan.pipeline import PlanRequest, make_plan

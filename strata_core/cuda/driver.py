@@ -39,9 +39,9 @@ def compute_target(major: int, minor: int) -> str:
     return f"sm_{major}{minor}"
 
 
-def device_facts(ffi: Any, lib: Any, ordinal: int) -> dict:
+def device_facts(ffi: Any, lib: Any, ordinal: int) -> dict[str, Any]:
     """What the driver says of one device: name, PCI address, memory, warp size, target."""
-    facts: dict = {"index": ordinal}
+    facts: dict[str, Any] = {"index": ordinal}
     device = ffi.new("CUdevice *")
     status = lib.cuDeviceGet(device, ordinal)
     if status != lib.CUDA_SUCCESS:
@@ -99,7 +99,7 @@ class CudaDriver:
         """The CUDA version the driver implements (12020 is CUDA 12.2)."""
         version = self.ffi.new("int *")
         self.check(self.lib.cuDriverGetVersion(version), "cuDriverGetVersion")
-        return version[0]
+        return int(version[0])
 
     def device_count(self) -> int:
         count = self.ffi.new("int *")
@@ -107,7 +107,7 @@ class CudaDriver:
         if status == self.lib.CUDA_ERROR_NO_DEVICE:
             return 0
         self.check(status, "cuDeviceGetCount")
-        return count[0]
+        return int(count[0])
 
     def card(self, index: int) -> Card:
         facts = device_facts(self.ffi, self.lib, index)
@@ -205,4 +205,4 @@ class CudaDriver:
     def elapsed_s(self, start: Any, stop: Any) -> float:
         ms = self.ffi.new("float *")
         self.check(self.lib.cuEventElapsedTime(ms, start, stop), "cuEventElapsedTime")
-        return ms[0] / 1e3
+        return float(ms[0]) / 1e3

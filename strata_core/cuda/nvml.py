@@ -19,7 +19,7 @@ def candidate_paths(env: Mapping[str, str]) -> list[str]:
     return candidates(env, VARIABLE, SONAMES)
 
 
-def query(env: Mapping[str, str]) -> dict:
+def query(env: Mapping[str, str]) -> dict[str, Any]:
     """What NVML says of the driver and of every card, by NVML index (nvidia-smi's, which
     CUDA_VISIBLE_DEVICES counts in), as JSON-ready values."""
     from ._nvml_ffi import ffi
@@ -27,9 +27,9 @@ def query(env: Mapping[str, str]) -> dict:
     lib, path, tried = load_first(ffi, candidate_paths(env))
     if lib is None:
         return {"library": None, "tried": tried, "named": unloadable(env, VARIABLE)}
-    answer: dict = {"library": path, "devices": []}
+    answer: dict[str, Any] = {"library": path, "devices": []}
 
-    def failed(call: str, status: int) -> dict:
+    def failed(call: str, status: int) -> dict[str, Any]:
         text = ffi.string(lib.nvmlErrorString(status)).decode(errors="replace")
         return answer | {"error": f"{call}: {text} ({status})"}
 
@@ -58,10 +58,10 @@ def query(env: Mapping[str, str]) -> dict:
     return answer
 
 
-def card_facts(ffi: Any, lib: Any, device: Any) -> dict:
+def card_facts(ffi: Any, lib: Any, device: Any) -> dict[str, Any]:
     """One card's name, UUID, PCI address, memory, compute capability and MIG devices; a fact
     the driver does not give is left out."""
-    facts: dict = {}
+    facts: dict[str, Any] = {}
     text = ffi.new("char[]", lib.NVML_TEXT_BUFFER_SIZE)
     for key, call in (("name", lib.nvmlDeviceGetName), ("uuid", lib.nvmlDeviceGetUUID)):
         if call(device, text, len(text)) == lib.NVML_SUCCESS:
@@ -79,7 +79,7 @@ def card_facts(ffi: Any, lib: Any, device: Any) -> dict:
     return facts
 
 
-def _mig_devices(ffi: Any, lib: Any, device: Any) -> list[dict]:
+def _mig_devices(ffi: Any, lib: Any, device: Any) -> list[dict[str, Any]]:
     """The MIG devices of a card in MIG mode (their UUIDs and memory); none otherwise."""
     current, pending = ffi.new("unsigned int *"), ffi.new("unsigned int *")
     if lib.nvmlDeviceGetMigMode(device, current, pending) != lib.NVML_SUCCESS:
@@ -98,7 +98,7 @@ def _mig_devices(ffi: Any, lib: Any, device: Any) -> list[dict]:
             continue  # no compute instance in this slot
         if lib.nvmlDeviceGetUUID(mig[0], text, len(text)) != lib.NVML_SUCCESS:
             continue
-        facts: dict = {"uuid": ffi.string(text).decode(errors="replace")}
+        facts: dict[str, Any] = {"uuid": ffi.string(text).decode(errors="replace")}
         if lib.nvmlDeviceGetMemoryInfo(mig[0], memory) == lib.NVML_SUCCESS:
             facts["total_mem"] = memory.total
         found.append(facts)

@@ -3,6 +3,8 @@ where sysfs shows an AMD GPU (strata_core.detect.hardware)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from .. import library_search, log
 from ..child import ChildFailed, child_environment, run_json_module
 from ..api.hookspec import hookimpl
@@ -52,7 +54,7 @@ def run_probe(context: DetectionContext) -> Detection:
     return interpret(answer)
 
 
-def interpret(answer: dict) -> Detection:
+def interpret(answer: dict[str, Any]) -> Detection:
     """Turn the probe's JSON answer into reports and notes."""
     library = answer.get("library")
     if library is None:

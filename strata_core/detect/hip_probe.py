@@ -5,6 +5,7 @@ and prints one JSON object, so that a runtime that crashes or hangs cannot take 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from ..child import answer_json
 from ..hip.binding import (
@@ -17,7 +18,7 @@ from ..hip.binding import (
 from ..library_search import unloadable
 
 
-def probe(env: dict[str, str]) -> dict:
+def probe(env: dict[str, str]) -> dict[str, Any]:
     from ..hip._hip_ffi import ffi
 
     lib, path, tried = open_runtime(candidate_paths(env))
@@ -26,11 +27,11 @@ def probe(env: dict[str, str]) -> dict:
     return _query(ffi, lib, path)
 
 
-def _query(ffi, lib, path: str) -> dict:
+def _query(ffi: Any, lib: Any, path: str) -> dict[str, Any]:
     def error(code: int) -> str:
-        return ffi.string(lib.hipGetErrorString(code)).decode(errors="replace")
+        return str(ffi.string(lib.hipGetErrorString(code)).decode(errors="replace"))
 
-    result: dict = {"library": path, "devices": []}
+    result: dict[str, Any] = {"library": path, "devices": []}
     version = ffi.new("int *")
     if lib.hipRuntimeGetVersion(version) == HIP_SUCCESS:
         result["runtime_version"] = version[0]

@@ -8,6 +8,7 @@ card; CUDA_VISIBLE_DEVICES is applied here as the driver applies it."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from .. import library_search, log
 from ..child import ChildFailed, run_json_forked
@@ -51,7 +52,7 @@ def run_probe(context: DetectionContext) -> Detection:
     return interpret(answer, context.env)
 
 
-def interpret(answer: dict, env: Mapping[str, str]) -> Detection:
+def interpret(answer: dict[str, Any], env: Mapping[str, str]) -> Detection:
     """Turn NVML's answer into reports by CUDA ordinal, CUDA_VISIBLE_DEVICES in ``env``
     applied, and a note."""
     library = answer.get("library")

@@ -6,6 +6,7 @@ NT_AMDGPU_METADATA)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import attrs
 import msgpack
@@ -83,13 +84,14 @@ def read(path: Path) -> CodeObject:
     )
 
 
-def _metadata(elf: ELFFile, path: Path) -> dict:
+def _metadata(elf: ELFFile, path: Path) -> dict[str, Any]:
     for section in elf.iter_sections():
         if not isinstance(section, NoteSection):
             continue
         for note in section.iter_notes():
             if note["n_name"] == "AMDGPU" and note["n_type"] == NT_AMDGPU_METADATA:
-                return msgpack.unpackb(note["n_desc"], raw=False)
+                metadata: dict[str, Any] = msgpack.unpackb(note["n_desc"], raw=False)
+                return metadata
     raise StrataError(f"{path}: the code object has no AMDGPU metadata note")
 
 
@@ -107,7 +109,7 @@ def _globals(elf: ELFFile) -> dict[str, bytes]:
     return found
 
 
-def _kernel(entry: dict) -> Kernel:
+def _kernel(entry: dict[str, Any]) -> Kernel:
     return Kernel(
         name=entry[".name"],
         args=tuple(

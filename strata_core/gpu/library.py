@@ -38,7 +38,7 @@ READ_WORDS_PER_THREAD = 8
 MAX_READ_BLOCKS = 4096
 #: The kernel library's variants by the names the plan gives them, as the ABI's codes: top-k's
 #: reference radix and wide kernel (no register kernel); the GEMM is compiled in (library_gemm).
-VARIANTS = {
+VARIANTS: dict[str, dict[str, int]] = {
     "router_topk": {
         "fast": kernel_abi.integer_const("STRATA_ROUTER_FAST"),
         "portable": kernel_abi.integer_const("STRATA_ROUTER_PORTABLE"),
@@ -246,7 +246,14 @@ class GpuKernels:
         """The stream as the vendor libraries take it: its handle as an integer."""
         return int(self.runtime.ffi.cast("uintptr_t", self.stream))
 
-    def _run(self, op: str, grid: int, inputs: dict, outputs: dict, scalars: dict) -> None:
+    def _run(
+        self,
+        op: str,
+        grid: int,
+        inputs: dict[str, Any],
+        outputs: dict[str, Any],
+        scalars: dict[str, Any],
+    ) -> None:
         kernel = self.code.kernel(op)
 
         def launch_at(addresses: dict[str, int]) -> Callable[[], None]:
@@ -254,7 +261,7 @@ class GpuKernels:
 
         self.run_timed(launch_at, inputs, outputs)
 
-    def matvec_q8_0(self, qs, d, xq, xd) -> np.ndarray:
+    def matvec_q8_0(self, qs: Any, d: Any, xq: Any, xd: Any) -> np.ndarray:
         check_matvec_shapes(qs, d, xq, xd)
         rows, cols = qs.shape
         y = np.empty(rows, dtype=np.float32)
@@ -268,7 +275,7 @@ class GpuKernels:
                   {"rows": rows, "cols": cols})  # fmt: skip
         return y
 
-    def router_topk(self, logits, k: int, variant: str):
+    def router_topk(self, logits: Any, k: int, variant: str) -> Any:
         code = variant_code("router_topk", variant)
         if not 0 < k <= min(ROUTER_MAX_K, logits.shape[1]):
             raise StrataError(f"router_topk: k={k} is outside 1..{ROUTER_MAX_K} on the GPU")
@@ -283,7 +290,7 @@ class GpuKernels:
                    "variant": code})  # fmt: skip
         return ids, weights
 
-    def topk(self, scores, k: int, variant: str):
+    def topk(self, scores: Any, k: int, variant: str) -> Any:
         """The top k of each row of ``scores`` (queries x n, or one row), all rows in each
         launch (topk_launches); ids and values come back in the shape of the rows, k a row."""
         code = variant_code("topk", variant)
@@ -330,7 +337,7 @@ class GpuKernels:
         grid = min(_blocks(words, BLOCK * READ_WORDS_PER_THREAD), MAX_READ_BLOCKS)
         return ("read_bytes", grid, args)
 
-    def prompt_gemm(self, a, wt) -> np.ndarray:
+    def prompt_gemm(self, a: Any, wt: Any) -> np.ndarray:
         """c = a @ wt.T with half inputs: a is M x K, wt is N x K. The WMMA kernel takes a
         16 x 16 tile a logical warp, the FMA kernel one a workgroup."""
         wmma = library_gemm(self.code.target) == "wmma"

@@ -33,9 +33,9 @@ def open_runtime(candidates: Sequence[str]) -> tuple[Any, str | None, list[str]]
     return load_first(ffi, candidates)
 
 
-def device_facts(ffi, lib, index: int) -> dict:
+def device_facts(ffi: Any, lib: Any, index: int) -> dict[str, Any]:
     """What the runtime says of one device: name, PCI address, memory, attributes, arch."""
-    device: dict = {"index": index}
+    device: dict[str, Any] = {"index": index}
     text = ffi.new("char[256]")
     if lib.hipDeviceGetName(text, 256, index) == HIP_SUCCESS:
         device["name"] = ffi.string(text).decode(errors="replace")

@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
@@ -103,7 +104,7 @@ class HipCodeObjects(BuildHookInterface):
                 return native
         raise RuntimeError(f"{SOURCE} is not in {self.root}, nor beside {here}")
 
-    def initialize(self, version: str, build_data: dict) -> None:
+    def initialize(self, version: str, build_data: dict[str, Any]) -> None:
         native = self._native()
         if self.target_name == "sdist":
             for path in (SOURCE, HEADER, CUDA_PRIMITIVES):
@@ -120,7 +121,7 @@ class HipCodeObjects(BuildHookInterface):
             self._scratch = tempfile.TemporaryDirectory()
             kernels = Path(self._scratch.name)
         targets = list(self.config.get("targets", ()))
-        manifest: dict = {"source": SOURCE.name, "targets": targets, "code_objects": {}}
+        manifest: dict[str, Any] = {"source": SOURCE.name, "targets": targets, "code_objects": {}}
         clang = find_clang()
         version_line, broken = clang_version(clang) if clang else (None, None)
         if clang is None:
@@ -150,6 +151,6 @@ class HipCodeObjects(BuildHookInterface):
             for path in kernels.iterdir():
                 build_data["force_include"][str(path)] = f"{package}/kernels/{path.name}"
 
-    def finalize(self, version: str, build_data: dict, artifact_path: str) -> None:
+    def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
         if hasattr(self, "_scratch"):
             self._scratch.cleanup()

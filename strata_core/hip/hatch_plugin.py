@@ -6,5 +6,5 @@ from .build_hook import HipCodeObjects
 
 
 @hookimpl
-def hatch_register_build_hook():
+def hatch_register_build_hook() -> type[HipCodeObjects]:
     return HipCodeObjects

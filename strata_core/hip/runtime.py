@@ -3,6 +3,8 @@ declarations of native/include/strata_hip_runtime.h, compiled into _hip_ffi at i
 
 from __future__ import annotations
 
+from typing import Any
+
 from collections.abc import Sequence
 
 import numpy as np
@@ -40,7 +42,7 @@ class HipRuntime:
         if status == HIP_ERROR_NO_DEVICE:
             return 0
         self.check(status, "hipGetDeviceCount")
-        return count[0]
+        return int(count[0])
 
     def card(self, index: int) -> Card:
         facts = device_facts(self.ffi, self.lib, index)
@@ -54,15 +56,15 @@ class HipRuntime:
     def set_device(self, index: int) -> None:
         self.check(self.lib.hipSetDevice(index), f"hipSetDevice({index})")
 
-    def load_module(self, image: bytes, name: str):
+    def load_module(self, image: bytes, name: str) -> Any:
         module = self.ffi.new("hipModule_t *")
         self.check(self.lib.hipModuleLoadData(module, image), f"hipModuleLoadData({name})")
         return module[0]
 
-    def unload_module(self, module) -> None:
+    def unload_module(self, module: Any) -> None:
         self.check(self.lib.hipModuleUnload(module), "hipModuleUnload")
 
-    def function(self, module, name: str):
+    def function(self, module: Any, name: str) -> Any:
         function = self.ffi.new("hipFunction_t *")
         self.check(
             self.lib.hipModuleGetFunction(function, module, name.encode()),
@@ -70,7 +72,9 @@ class HipRuntime:
         )
         return function[0]
 
-    def launch(self, function, grid: int, block: int, args: bytes, stream, name: str) -> None:
+    def launch(
+        self, function: Any, grid: int, block: int, args: bytes, stream: Any, name: str
+    ) -> None:
         """Launch with the argument buffer packed by strata_core.gpu.abi (the "extra" form)."""
         extra, *_kept = launch_extra(self.ffi, args, HIP_LAUNCH_PARAM_END)
         status = self.lib.hipModuleLaunchKernel(
@@ -78,54 +82,54 @@ class HipRuntime:
         )
         self.check(status, f"hipModuleLaunchKernel({name})")
 
-    def malloc(self, nbytes: int):
+    def malloc(self, nbytes: int) -> Any:
         pointer = self.ffi.new("void **")
         self.check(self.lib.hipMalloc(pointer, max(nbytes, 1)), f"hipMalloc({nbytes})")
         return pointer[0]
 
-    def address(self, pointer) -> int:
+    def address(self, pointer: Any) -> int:
         return int(self.ffi.cast("uintptr_t", pointer))
 
-    def free(self, pointer) -> None:
+    def free(self, pointer: Any) -> None:
         self.check(self.lib.hipFree(pointer), "hipFree")
 
-    def upload(self, pointer, array: np.ndarray, stream) -> None:
+    def upload(self, pointer: Any, array: np.ndarray, stream: Any) -> None:
         source = self.ffi.from_buffer("char[]", array)
         self.check(
             self.lib.hipMemcpyHtoDAsync(pointer, source, array.nbytes, stream),
             "hipMemcpyHtoDAsync",
         )
 
-    def download(self, array: np.ndarray, pointer, stream) -> None:
+    def download(self, array: np.ndarray, pointer: Any, stream: Any) -> None:
         target = self.ffi.from_buffer("char[]", array)
         self.check(
             self.lib.hipMemcpyDtoHAsync(target, pointer, array.nbytes, stream),
             "hipMemcpyDtoHAsync",
         )
 
-    def stream(self):
+    def stream(self) -> Any:
         stream = self.ffi.new("hipStream_t *")
         self.check(self.lib.hipStreamCreate(stream), "hipStreamCreate")
         return stream[0]
 
-    def destroy_stream(self, stream) -> None:
+    def destroy_stream(self, stream: Any) -> None:
         self.check(self.lib.hipStreamDestroy(stream), "hipStreamDestroy")
 
-    def synchronize(self, stream) -> None:
+    def synchronize(self, stream: Any) -> None:
         self.check(self.lib.hipStreamSynchronize(stream), "hipStreamSynchronize")
 
-    def event(self):
+    def event(self) -> Any:
         event = self.ffi.new("hipEvent_t *")
         self.check(self.lib.hipEventCreate(event), "hipEventCreate")
         return event[0]
 
-    def destroy_event(self, event) -> None:
+    def destroy_event(self, event: Any) -> None:
         self.check(self.lib.hipEventDestroy(event), "hipEventDestroy")
 
-    def record(self, event, stream) -> None:
+    def record(self, event: Any, stream: Any) -> None:
         self.check(self.lib.hipEventRecord(event, stream), "hipEventRecord")
 
-    def elapsed_s(self, start, stop) -> float:
+    def elapsed_s(self, start: Any, stop: Any) -> float:
         ms = self.ffi.new("float *")
         self.check(self.lib.hipEventElapsedTime(ms, start, stop), "hipEventElapsedTime")
-        return ms[0] / 1e3
+        return float(ms[0]) / 1e3

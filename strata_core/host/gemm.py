@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 from threadpoolctl import threadpool_limits
+from typing import Any
 
 from ..tuning.tables import HOST
 
@@ -40,7 +41,7 @@ class PromptGemm:
     def expected(self, x: np.ndarray) -> np.ndarray:
         return np.asarray(x, dtype=np.float32) @ self.w
 
-    def table_key(self, tokens: int) -> tuple:
+    def table_key(self, tokens: int) -> tuple[Any, ...]:
         k, n = self.w.shape
         return HOST.key_for(tokens, n, k, "f32", "prompt")
 
@@ -49,7 +50,8 @@ class PromptGemm:
         if solution == "default":
             return x @ self.w
         if solution == "wt":
-            return x @ self.wt.T
+            y: np.ndarray = x @ self.wt.T
+            return y
         if solution == "split_n":
             half = self.w.shape[1] // 2
             out = np.empty((x.shape[0], self.w.shape[1]), dtype=np.float32)

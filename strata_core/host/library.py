@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +21,7 @@ def _check(status: int, what: str) -> None:
         raise StrataError(f"host kernel {what} failed with status {status}")
 
 
-def _contiguous(array: np.ndarray, dtype) -> np.ndarray:
+def _contiguous(array: np.ndarray, dtype: Any) -> np.ndarray:
     return np.ascontiguousarray(array, dtype=dtype)
 
 
@@ -45,7 +47,7 @@ class HostLibrary:
         self.operations = tuple(ffi.string(self.lib.strata_operations()).decode().split(","))
         self.isa = ffi.string(self.lib.strata_isa()).decode()
 
-    def _buffer(self, ctype: str, array: np.ndarray):
+    def _buffer(self, ctype: str, array: np.ndarray) -> Any:
         return self.ffi.from_buffer(ctype, array)
 
     def set_isa(self, isa: str) -> None:
@@ -55,7 +57,7 @@ class HostLibrary:
         self.isa = isa
 
     def set_threads(self, threads: int) -> int:
-        return self.lib.strata_set_threads(threads)
+        return int(self.lib.strata_set_threads(threads))
 
     def matvec_q8_0(
         self, qs: np.ndarray, d: np.ndarray, xq: np.ndarray, xd: np.ndarray
@@ -131,4 +133,4 @@ class HostLibrary:
         return next(name for name, value in TOPK_VARIANTS.items() if value == code)
 
     def read_bytes(self, buffer: np.ndarray) -> int:
-        return self.lib.strata_read_bytes(self._buffer("char[]", buffer), buffer.nbytes)
+        return int(self.lib.strata_read_bytes(self._buffer("char[]", buffer), buffer.nbytes))

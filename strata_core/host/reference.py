@@ -14,7 +14,9 @@ def matvec_q8_0(qs: np.ndarray, d: np.ndarray, xq: np.ndarray, xd: np.ndarray) -
         qs.reshape(rows, blocks, BLOCK).astype(np.int32)
         * xq.reshape(1, blocks, BLOCK).astype(np.int32)
     ).sum(axis=2)
-    return (dots.astype(np.float64) * d.astype(np.float64) * xd.astype(np.float64)).sum(axis=1)
+    scaled = dots.astype(np.float64) * d.astype(np.float64) * xd.astype(np.float64)
+    y: np.ndarray = scaled.sum(axis=1)
+    return y
 
 
 def _order(values: np.ndarray) -> np.ndarray:

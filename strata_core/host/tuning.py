@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +22,9 @@ DEFAULT_SHAPES = (
 DEFAULT_TOKENS = (256, 512, 1024, 2048)
 
 
-def cases_for(tokens: Sequence[int], shapes=DEFAULT_SHAPES, dtype: str = "f32") -> list[tuple]:
+def cases_for(
+    tokens: Sequence[int], shapes: Any = DEFAULT_SHAPES, dtype: str = "f32"
+) -> list[tuple[Any, ...]]:
     """(T, op, N, K, dtype) for every shape at every token count: the case order of a table."""
     return [(t, op, n, k, dtype) for op, n, k in shapes for t in tokens]
 
@@ -29,7 +32,7 @@ def cases_for(tokens: Sequence[int], shapes=DEFAULT_SHAPES, dtype: str = "f32") 
 class HostGemmTunable:
     kind = HOST
 
-    def __init__(self, cases: Sequence[tuple], seed: int = 0) -> None:
+    def __init__(self, cases: Sequence[tuple[Any, ...]], seed: int = 0) -> None:
         self.arch = isa_level()
         self.version = blas_version()
         self._cases = list(cases)

@@ -83,7 +83,7 @@ def _strings(value: Any, _type: type) -> tuple[str, ...]:
 
 def _gpu(value: Any, _type: type) -> int | tuple[int, ...] | str | None:
     if value is None or value == "all":
-        return value
+        return None if value is None else "all"
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
     if (
@@ -184,7 +184,7 @@ def _load_server_json(path: Path, text: str) -> RunConfig:
     return config
 
 
-def _structure(raw: dict, path: Path, text: str, forbid_extra_keys: bool) -> RunConfig:
+def _structure(raw: dict[str, Any], path: Path, text: str, forbid_extra_keys: bool) -> RunConfig:
     import cattrs
 
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import attrs
 
@@ -45,7 +46,7 @@ def _rank(source: str, field: str) -> int:
     return -order if field in KERNEL_FIRST else order
 
 
-def merge_reports(reports: Sequence[DeviceReport]) -> list[dict]:
+def merge_reports(reports: Sequence[DeviceReport]) -> list[dict[str, Any]]:
     """Group reports about one GPU (same PCI address, else same unique id) and pick each
     fact from the most trusted detector that knows it. KFD order comes first."""
     groups: list[list[DeviceReport]] = []
@@ -62,7 +63,7 @@ def merge_reports(reports: Sequence[DeviceReport]) -> list[dict]:
             groups.append([report])
     merged = []
     for group in groups:
-        facts: dict = {"seen_by": tuple(dict.fromkeys(r.source for r in group))}
+        facts: dict[str, Any] = {"seen_by": tuple(dict.fromkeys(r.source for r in group))}
         for field in FIELDS:
             known = [r for r in group if getattr(r, field) is not None]
             best = max(known, key=lambda r: _rank(r.source, field), default=None)
@@ -90,7 +91,7 @@ def build_devices(
     return _amd_devices(amd, env, problems) + _nvidia_devices(nvidia, cuda_listed)
 
 
-def _nvidia_devices(merged: list[dict], listed: bool) -> list[Device]:
+def _nvidia_devices(merged: list[dict[str, Any]], listed: bool) -> list[Device]:
     """NVIDIA cards by CUDA ordinal. Where NVML answered (``listed``), its reports carry the
     ordinals with CUDA_VISIBLE_DEVICES applied, and a card it did not report is hidden;
     without NVML the cards are known by PCI only, in PCI order, and what they are is
@@ -123,7 +124,9 @@ def _nvidia_devices(merged: list[dict], listed: bool) -> list[Device]:
     return devices
 
 
-def _amd_devices(merged: list[dict], env: Mapping[str, str], problems: list[str]) -> list[Device]:
+def _amd_devices(
+    merged: list[dict[str, Any]], env: Mapping[str, str], problems: list[str]
+) -> list[Device]:
     hip_indexed = any(m["hip_index"] is not None for m in merged)
     visibility = visible_devices([m["unique_id"] for m in merged], env)
     devices = []
@@ -139,7 +142,7 @@ def _amd_devices(merged: list[dict], env: Mapping[str, str], problems: list[str]
 
 
 def _device(
-    facts: dict,
+    facts: dict[str, Any],
     index: int | None,
     hidden_by: str | None,
     env: Mapping[str, str],

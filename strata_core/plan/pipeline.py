@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -327,7 +328,7 @@ def run_settings(
     )
 
 
-def library_versions(request: PlanRequest, plan: Plan) -> dict:
+def library_versions(request: PlanRequest, plan: Plan) -> dict[str, Any]:
     """hipBLASLt, rocBLAS and cuBLASLt versions: given on the command line, else probed where
     a table decision needs one, except for a card that is not in this PC."""
     given = {

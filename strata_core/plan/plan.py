@@ -4,6 +4,7 @@ engine arguments, the package, and the start lines. Building it changes nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import attrs
 
@@ -308,7 +309,7 @@ def with_tuning(
     plan: Plan,
     manager: PluginManager,
     versions: Mapping[str, LibraryVersion],
-    dirs: list,
+    dirs: list[Any],
     recorder: Recorder,
 ) -> Plan:
     """The plan with its table decisions (hipBLASLt and rocBLAS on an AMD card, cuBLASLt on

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -28,7 +29,7 @@ def named(value: str) -> Path:
     return SHIPPED.get(value, Path(value))
 
 
-def _structure(raw: dict, path: Path) -> Workload:
+def _structure(raw: dict[str, Any], path: Path) -> Workload:
     """A profile whose every key is a Workload field with a value of the field's type, every
     count positive, is read by attrs alone (every plan reads the shipped one, and cattrs
     costs more to import than to use); any other by cattrs, which says what is wrong."""
@@ -86,7 +87,7 @@ def _text(value: object, _: type) -> str:
     return value
 
 
-def _structure_strictly(raw: dict, path: Path) -> Workload:
+def _structure_strictly(raw: dict[str, Any], path: Path) -> Workload:
     """Every field of its own type, every count positive: one line naming the first that is
     not."""
     import cattrs

@@ -43,7 +43,7 @@ class RunOutcome:
 
     backend: str
     facts: Mapping[str, Any]
-    kernels: Mapping[str, dict]
+    kernels: Mapping[str, dict[str, Any]]
     headline: str
 
 
@@ -95,7 +95,7 @@ def gpu_child(
     settings: RunSettings,
     what: str,
     progress: Callable[[str], None] | None = None,
-) -> Iterator[tuple[dict, Path]]:
+) -> Iterator[tuple[dict[str, Any], Path]]:
     """Run ``python -m module FOLDER`` on ``job`` within the plan's time limit; its answer
     and FOLDER, after the lines it said are said. Each line the child prints on stdout goes
     to ``progress`` as it comes. NoGpuRun when it dies, hangs, fails or finds no card that
@@ -168,7 +168,7 @@ def _run_child(
 
 def _answer(
     what: str, settings: RunSettings, where: Path, status: int, late: str | None, last: str
-) -> Iterator[tuple[dict, Path]]:
+) -> Iterator[tuple[dict[str, Any], Path]]:
     if late == "contact":
         raise NoGpuRun(
             f"{what} gave no answer within {settings.contact_timeout_s:g} s of its first call "
@@ -213,7 +213,7 @@ def run_on_gpu(plan: Plan) -> RunOutcome:
 
 
 def _check_gpu(
-    plan: Plan, settings: RunSettings, host: HostRun, answer: dict, results
+    plan: Plan, settings: RunSettings, host: HostRun, answer: dict[str, Any], results: Any
 ) -> RunOutcome:
     from .gpu_backend import HalfGemm
 
@@ -260,13 +260,14 @@ class HostReference:
     def __init__(self, lib: Any, choices: Mapping[str, KernelChoice]) -> None:
         self.lib, self.choices = lib, choices
 
-    def matvec_q8_0(self, qs, d, xq, xd) -> np.ndarray:
-        return self.lib.matvec_q8_0(qs, d, xq, xd)
+    def matvec_q8_0(self, qs: Any, d: Any, xq: Any, xd: Any) -> np.ndarray:
+        y: np.ndarray = self.lib.matvec_q8_0(qs, d, xq, xd)
+        return y
 
-    def router_topk(self, logits, k: int):
+    def router_topk(self, logits: Any, k: int) -> Any:
         return self.lib.router_topk(logits, k, self.choices["router_topk"].variant)
 
-    def topk(self, scores, k: int):
+    def topk(self, scores: Any, k: int) -> Any:
         return self.lib.topk(scores, k, self.choices["topk"].variant)
 
 
@@ -317,11 +318,11 @@ def run_on_host(plan: Plan, log: Callable[[str], None] = print) -> RunOutcome:
 def tune_on_card(
     plan: Plan,
     path: str,
-    cases: tuple[tuple, ...],
+    cases: tuple[tuple[Any, ...], ...],
     repeats: int,
     min_gain: float,
     progress: Callable[[str], None],
-) -> dict:
+) -> dict[str, Any]:
     """Calibrate the library of prompt GEMM path ``path`` on the plan's card
     (strata_core.run.card_tuning); the child's answer: the table's text, its architecture and
     version, each case's times."""
@@ -337,6 +338,7 @@ def tune_on_card(
         repeats,
         min_gain,
     )
-    what = f"the calibration on the card ({BACKENDS[plan.backend].runtime_name} {_runtimes(settings)})"
+    runtime = BACKENDS[plan.backend].runtime_name
+    what = f"the calibration on the card ({runtime} {_runtimes(settings)})"
     with gpu_child("strata_core.run.card_tuning", job, settings, what, progress) as (answer, _):
         return answer

@@ -44,7 +44,7 @@ class CardTuneJob:
     card: GpuCard
     path: str
     gemm_libraries: tuple[str, ...]
-    cases: tuple[tuple, ...]
+    cases: tuple[tuple[Any, ...], ...]
     repeats: int
     min_gain: float
     seed: int = 0
@@ -86,7 +86,9 @@ class CardRunner:
 
 
 class CardGemmTunable:
-    def __init__(self, gpu: GpuKernels, blas: BlasGemm, cases: Sequence[tuple], seed: int):
+    def __init__(
+        self, gpu: GpuKernels, blas: BlasGemm, cases: Sequence[tuple[Any, ...]], seed: int
+    ):
         self.gpu, self.blas, self.seed = gpu, blas, seed
         self.kind, self.arch, self.version = blas.kind, gpu.gpu.gfx, blas.version
         self._cases = list(cases)
@@ -116,7 +118,7 @@ class CardGemmTunable:
         return self.runners[0]
 
     def seconds(self, run: Any, solution: str) -> float:
-        return run.seconds(solution)
+        return float(run.seconds(solution))
 
 
 #: a candidate's product against the default's: the same half products summed in another
@@ -124,7 +126,7 @@ class CardGemmTunable:
 gemm_close = partial(close_to, tolerance=HalfGemm.tolerance)
 
 
-def run(folder: Path) -> dict:
+def run(folder: Path) -> dict[str, Any]:
     from ..blas.open import open_blas
     from ..errors import NoGpuRun, StrataError
     from ..tuning.calibrate import calibrate

@@ -4,6 +4,7 @@ HIP runtime or the CUDA driver), the start check, and the plugin's code object f
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import attrs
 import numpy as np
@@ -38,7 +39,7 @@ class KernelGemm(HalfGemm):
         super().__init__(w)
         self.gpu = gpu
 
-    def table_key(self, tokens: int) -> tuple:
+    def table_key(self, tokens: int) -> tuple[Any, ...]:
         return (tokens, *self.wt.shape)
 
     def __call__(self, x: np.ndarray, solution: str = DEFAULT) -> np.ndarray:
@@ -61,7 +62,7 @@ class BlasPromptGemm(HalfGemm):
         n, k = self.wt.shape
         return GemmShape(tokens, n, k)
 
-    def table_key(self, tokens: int) -> tuple:
+    def table_key(self, tokens: int) -> tuple[Any, ...]:
         shape = self.shape(tokens)
         return self.blas.kind.key_for(tokens, shape.n, shape.k, self.blas.dtype, "prompt")
 
@@ -136,9 +137,11 @@ def open_gpu(card: GpuCard, hold_bytes: int = 0) -> OpenedGpu:
     gpu = runtime.card(index)
     code = start_check(plugin, library, gpu)
     if backend == "cuda":  # an older driver refuses the PTX: say so before a load
+        from ..cuda.driver import CudaDriver
         from ..gpu.ptx import driver_refusal
 
-        refusal = driver_refusal(code, runtime.version(), runtime.path)  # type: ignore[attr-defined]
+        assert isinstance(runtime, CudaDriver)
+        refusal = driver_refusal(code, runtime.version(), runtime.path)
         if refusal:
             raise StrataError(refusal)
     return OpenedGpu(GpuKernels(runtime, code, gpu, hold_bytes=hold_bytes), gpu, runtime.path)

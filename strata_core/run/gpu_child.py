@@ -69,7 +69,7 @@ def _part(key: str) -> int:
     return int(key.split(".", 1)[1])
 
 
-def run(folder: Path) -> dict:
+def run(folder: Path) -> dict[str, Any]:
     from ..errors import NoGpuRun, StrataError
     from ..tuning.dispatch import TunedDispatch
     from .gpu_backend import BlasPromptGemm, open_gpu, prompt_gemm
@@ -101,7 +101,7 @@ def run(folder: Path) -> dict:
     )
     call_seconds: list[float] = []
 
-    def on_the_card(call):
+    def on_the_card(call: Any) -> Any:
         result, took = wall_clock(call)
         call_seconds.append(took)
         return result, kernels.seconds

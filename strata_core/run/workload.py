@@ -65,7 +65,7 @@ class Gemm(GemmReference, Protocol):
     the tuning table's row key of a call over ``tokens`` rows."""
 
     def __call__(self, x: np.ndarray, solution: str = ...) -> np.ndarray: ...
-    def table_key(self, tokens: int) -> tuple: ...
+    def table_key(self, tokens: int) -> tuple[Any, ...]: ...
 
 
 @attrs.frozen
@@ -173,7 +173,7 @@ class KernelReport:
     bytes_read: float = 0.0  # per call
     checked: int = 0
 
-    def as_dict(self, read_gbs: float) -> dict:
+    def as_dict(self, read_gbs: float) -> dict[str, Any]:
         """The report; ``spread_ms`` is half the interquartile range of the calls' times, and
         ``bandwidth_of_read`` above 1 means the data was cache-resident."""
         median = statistics.median(self.seconds)

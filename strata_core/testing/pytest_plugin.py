@@ -28,14 +28,14 @@ def clean_environment(cache_dir: Path) -> dict[str, str]:
 
 
 @pytest.fixture
-def strata_env(tmp_path) -> dict[str, str]:
+def strata_env(tmp_path: Path) -> dict[str, str]:
     """:func:`clean_environment` with the cache in the test's own folder and the HIP probe
     off."""
     return clean_environment(tmp_path / "strata-cache") | {"STRATA_HIP_PROBE": "0"}
 
 
 @pytest.fixture
-def fake_sysfs(tmp_path) -> Callable[..., Path]:
+def fake_sysfs(tmp_path: Path) -> Callable[..., Path]:
     """``fake_sysfs([fake_gpu("gfx1032", vram_gib=8), "gfx1201"], cpu_nodes=1)``: a sysfs tree
     with those cards (a gfx target stands for ``fake_gpu(target)``), for ``--sysfs``."""
     trees = itertools.count()
@@ -51,7 +51,7 @@ def fake_sysfs(tmp_path) -> Callable[..., Path]:
 
 
 @pytest.fixture
-def plugin_manager(strata_env) -> Callable[..., PluginManager]:
+def plugin_manager(strata_env: dict[str, str]) -> Callable[..., PluginManager]:
     """``plugin_manager({"rx6600": plugin})``: a manager holding the core's ``core`` and
     ``host`` plugins and exactly those, with ``strata_env`` as its environment."""
 

@@ -29,7 +29,7 @@ Clock = Callable[[Runner, str], float]
 
 @attrs.frozen
 class Case:
-    key: tuple
+    key: tuple[Any, ...]
     work: float
     label: str
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from .. import log
 from .tables import DEFAULT, Table
@@ -44,19 +44,19 @@ class TunedDispatch:
         self.label = label
         self.verbose = verbose
         self.say = say
-        self.refusals: Counter[tuple] = Counter()
-        self.disabled: set[tuple] = set()
-        self.announced: set[tuple] = set()
+        self.refusals: Counter[tuple[Any, ...]] = Counter()
+        self.disabled: set[tuple[Any, ...]] = set()
+        self.announced: set[tuple[Any, ...]] = set()
         self.tuned_launches = 0
         self.default_launches = 0
         self.fallbacks = 0
 
-    def choice(self, key: tuple) -> str:
+    def choice(self, key: tuple[Any, ...]) -> str:
         if key in self.disabled:
             return DEFAULT
         return self.solutions.get(key, DEFAULT)
 
-    def launch(self, key: tuple, run: Callable[[str], R]) -> R:
+    def launch(self, key: tuple[Any, ...], run: Callable[[str], R]) -> R:
         """Run ``run(solution)`` with the shape's solution; on a refusal, the default."""
         solution = self.choice(key)
         if self.verbose and key not in self.announced:

@@ -23,7 +23,7 @@ size_t cublasLtGetVersion(void);
 """
 
 
-def hipblaslt(ffi: Any, lib: Any, name: str) -> dict:
+def hipblaslt(ffi: Any, lib: Any, name: str) -> dict[str, Any]:
     handle = ffi.new("hipblasLtHandle_t *")
     status = lib.hipblasLtCreate(handle)
     if status != 0:
@@ -36,7 +36,7 @@ def hipblaslt(ffi: Any, lib: Any, name: str) -> dict:
     return {"library": name, "version": str(version[0])}
 
 
-def rocblas(ffi: Any, lib: Any, name: str) -> dict:
+def rocblas(ffi: Any, lib: Any, name: str) -> dict[str, Any]:
     size = ffi.new("size_t *")
     status = lib.rocblas_get_version_string_size(size)
     if status != 0:
@@ -53,7 +53,7 @@ def rocblas(ffi: Any, lib: Any, name: str) -> dict:
     return {"library": name, "version": ffi.string(text).decode(errors="replace").strip()}
 
 
-def cublaslt(ffi: Any, lib: Any, name: str) -> dict:
+def cublaslt(ffi: Any, lib: Any, name: str) -> dict[str, Any]:
     return {"library": name, "version": str(lib.cublasLtGetVersion())}
 
 
@@ -62,7 +62,7 @@ ASK = {"hipblaslt": hipblaslt, "rocblas": rocblas, "cublaslt": cublaslt}
 LONGEST_VERSION = 256
 
 
-def ask_one(library: str, ffi: Any, lib: Any, name: str) -> dict:
+def ask_one(library: str, ffi: Any, lib: Any, name: str) -> dict[str, Any]:
     """One library's answer; a library that lacks a function or fails in one (some other
     library under the name) is an error of its own, never the others'."""
     try:
@@ -75,14 +75,14 @@ def ask_one(library: str, ffi: Any, lib: Any, name: str) -> dict:
         return {"library": name, "error": f"{type(exc).__name__}: {exc}"}
 
 
-def probe(env: dict[str, str]) -> dict:
+def probe(env: dict[str, str]) -> dict[str, Any]:
     """Each library's answer; None for one not found, an error for one the variable names
     that does not load."""
     import cffi
 
     ffi = cffi.FFI()
     ffi.cdef(CDEF)
-    answers: dict[str, dict | None] = {}
+    answers: dict[str, dict[str, Any] | None] = {}
     for library in ASK:
         lib, name, _ = load_first(ffi, LIBRARIES[library].files(env))
         if lib is None or name is None:

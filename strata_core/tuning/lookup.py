@@ -18,6 +18,7 @@ import fnmatch
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -41,7 +42,7 @@ class TuningDecision:
     #: directory when a table for the architecture exists"); empty where the user named it
     engine_env: Mapping[str, str] = attrs.field(factory=dict)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"table": self.table, "used": self.used, "reason": self.reason, "rows": self.rows}
 
 

@@ -16,6 +16,7 @@ import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -48,7 +49,7 @@ class Kind:
     def file_name(self, arch: str, version: str) -> str:
         return f"{arch}-{self.name}-{version.rstrip('.')}.txt"
 
-    def key_for(self, tokens: int, n: int, k: int, dtype: str, op: str) -> tuple:
+    def key_for(self, tokens: int, n: int, k: int, dtype: str, op: str) -> tuple[Any, ...]:
         """The row key of a GEMM of ``tokens`` x ``k`` by ``n`` x ``k`` (rocBLAS: ldy = N)."""
         values = {"T": tokens, "N": n, "K": k, "dtype": dtype, "op": op, "ldy": n}
         return tuple(values[column] for column in self.key)
@@ -106,7 +107,7 @@ ROCBLAS_T_RANGE = (256, 8192)
 
 @attrs.frozen
 class Row:
-    key: tuple
+    key: tuple[Any, ...]
     solution: str
     default_us: float
     best_us: float
@@ -127,7 +128,7 @@ class Table:
     meta: dict[str, str] = attrs.field(factory=dict)
     path: Path | None = None
 
-    def solutions(self) -> dict[tuple, str]:
+    def solutions(self) -> dict[tuple[Any, ...], str]:
         """Shape key -> solution, for the rows that name a winner."""
         return {row.key: row.solution for row in self.rows if row.tuned}
 
@@ -148,7 +149,7 @@ def _number(text: str) -> float | None:
     return value if math.isfinite(value) and value > 0 else None
 
 
-def _parse_header(path: Path, lines: list[str], problems: list[str]):
+def _parse_header(path: Path, lines: list[str], problems: list[str]) -> Any:
     if len(lines) < 2:
         problems.append(
             f"{path}:{len(lines) or 1}: a table needs a comment line and an "
@@ -258,7 +259,7 @@ def parse(text: str, path: Path) -> Table:
         raise TableError(problems)
     kind, arch, version, min_gain, meta = header
     rows: list[Row] = []
-    seen: dict[tuple, int] = {}
+    seen: dict[tuple[Any, ...], int] = {}
     for number, line in enumerate(lines[2:], 3):
         fields = line.split()
         if not fields:
@@ -289,8 +290,8 @@ def _rocblas_buckets(path: Path, rows: list[Row]) -> list[str]:
         if not low <= r.key[0] <= high
     ]
     buckets = sorted({r.key[0] for r in rows})
-    shapes: dict[tuple, set[int]] = {}
-    first_line: dict[tuple, int] = {}
+    shapes: dict[tuple[Any, ...], set[int]] = {}
+    first_line: dict[tuple[Any, ...], int] = {}
     for r in rows:
         shapes.setdefault(r.key[1:], set()).add(r.key[0])
         first_line.setdefault(r.key[1:], r.line)
