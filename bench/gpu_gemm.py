@@ -21,14 +21,14 @@ from pathlib import Path
 
 import torch
 
-from strata_core.plan import profile
+from strata_core.api.manager import PluginManager
 from strata_core.blas.gemm import GemmShape
 from strata_core.blas.open import open_blas
-from strata_core.tuning.libraries import LIBRARIES
 from strata_core.cuda.driver import CudaDriver, candidate_paths
 from strata_core.gpu.library import GpuKernels, start_check
-from strata_core.api.manager import PluginManager
+from strata_core.plan import profile
 from strata_core.run.card_tuning import BATCH, HOLD_BYTES, CardRunner, gemm_close
+from strata_core.tuning.libraries import LIBRARIES
 from strata_core.tuning.tables import DEFAULT
 
 TOKENS = (256, 512, 1024, 2048, 4096, 8192)

@@ -78,11 +78,11 @@ def processes(runs: int, sysfs: list[str]) -> dict[str, list[float]]:
 
 def in_process(runs: int = 2000) -> float:
     """The median time of one build_plan, detection done once before."""
+    from strata_core.api.manager import PluginManager
+    from strata_core.api.records import DetectionContext, RunContext
     from strata_core.plan.claims import assign
     from strata_core.plan.devices import scan
-    from strata_core.api.manager import PluginManager
     from strata_core.plan.plan import build_plan
-    from strata_core.api.records import DetectionContext, RunContext
     from strata_core.testing.sysfs import R9700, RADEON_780M, write_sysfs
 
     env = dict(os.environ)

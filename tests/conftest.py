@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from strata_core.plan.devices import DeviceScan, scan
+from strata_core.api.manager import PluginManager
+from strata_core.api.records import DetectionContext
 from strata_core.errors import StrataError
 from strata_core.host.library import HostLibrary
 from strata_core.host.platform import KERNEL_ISAS
-from strata_core.api.manager import PluginManager
-from strata_core.api.records import DetectionContext
+from strata_core.plan.devices import DeviceScan, scan
 from strata_core.testing.pytest_plugin import clean_environment
 from strata_core.testing.sysfs import write_sysfs
 

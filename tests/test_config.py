@@ -2,9 +2,9 @@
 
 import pytest
 
+from strata_core.errors import StrataError
 from strata_core.plan import config
 from strata_core.plan.config import RunConfig, TuningSettings
-from strata_core.errors import StrataError
 
 GOOD = """\
 gpu = [1, 0]

@@ -5,11 +5,10 @@ import re
 
 import pytest
 
-from strata_core.gpu import ptx
-from strata_core.errors import StrataError
-from strata_core.gpu import abi
-from strata_core.gpu.library import ABI_VERSION, launch_problems
 from strata_core.api.manager import PluginManager
+from strata_core.errors import StrataError
+from strata_core.gpu import abi, ptx
+from strata_core.gpu.library import ABI_VERSION, launch_problems
 
 LIBRARY = PluginManager.discover({}).kernel_libraries()["cuda"]
 TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90")

@@ -3,10 +3,10 @@
 import attrs
 import pytest
 
+from strata_core.api.records import DeviceReport
+from strata_core.errors import StrataError
 from strata_core.plan.claims import assign
 from strata_core.plan.devices import build_devices, merge_reports
-from strata_core.errors import StrataError
-from strata_core.api.records import DeviceReport
 from strata_core.plan.selection import DeviceChoice, choose, parse_gpus, parse_roles
 from strata_core.testing.sysfs import (
     GIB,

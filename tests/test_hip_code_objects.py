@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from strata_core import archdb
-from strata_core.gpu import abi, code_object
-from strata_core.gpu.library import ABI_VERSION
 from strata_core.api.manager import PluginManager
 from strata_core.api.records import KernelLibrary
+from strata_core.gpu import abi, code_object
+from strata_core.gpu.library import ABI_VERSION
 
 LLVM_TOOLS = ("llvm-objdump-19", "llvm-readelf-19")
 #: VOP2 encoding of v_dot4_i32_i8 (accumulating into the destination) that LLVM picks on gfx10

@@ -8,9 +8,9 @@ import subprocess
 
 import pytest
 
+from strata_core.api.records import DetectionContext, DeviceReport
 from strata_core.detect import hip
 from strata_core.hip.binding import candidate_paths
-from strata_core.api.records import DetectionContext, DeviceReport
 
 needs_debian_hip = pytest.mark.skipif(
     ctypes.util.find_library("amdhip64") is None and not os.environ.get("CI"),

@@ -16,13 +16,13 @@ import pytest
 from cli_runner import strata_core
 from test_hip_probe import needs_debian_hip
 
-from strata_core.errors import StrataError
-from strata_core.gpu.runtime import Card
-from strata_core.gpu import abi
-from strata_core.gpu.library import VARIANTS, GpuKernels, start_check
-from strata_core.hip.runtime import HipError, HipRuntime
 from strata_core.api.manager import PluginManager
 from strata_core.api.records import KernelLibrary
+from strata_core.errors import StrataError
+from strata_core.gpu import abi
+from strata_core.gpu.library import VARIANTS, GpuKernels, start_check
+from strata_core.gpu.runtime import Card
+from strata_core.hip.runtime import HipError, HipRuntime
 from strata_core.testing.sysfs import MI50, R9700, RX_7900_XTX, fake_gpu, write_sysfs
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from cli_runner import strata_core
 
-from strata_core.plan.core_switches import page_variables
 from strata_core.api.kernels import topk_choice
+from strata_core.plan.core_switches import page_variables
 from strata_core.testing.distributions import write_distribution
 from strata_core.testing.sysfs import R9700, RADEON_780M, RX_7900_XTX, fake_gpu, write_sysfs
 from strata_core.tuning.switch_trials import TRIALS

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from strata_core.plan import config as run_config
-from strata_core.plan import profile
 from strata_core.answer_cache import Recorder
 from strata_core.detect import kfd
 from strata_core.detect.visibility import parse_override, visible_devices
 from strata_core.errors import StrataError
+from strata_core.plan import config as run_config
+from strata_core.plan import profile
 from strata_core.tuning.tables import TableError, parse
 
 LINE = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40)

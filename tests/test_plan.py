@@ -6,14 +6,14 @@ import os
 import attrs
 import pytest
 
-from strata_core.plan.claims import assign
-from strata_core.detect.visibility import is_runtime_variable
-from strata_core.plan.devices import device_for
 from strata_core.api.manager import PluginManager
+from strata_core.api.records import RunContext
+from strata_core.detect.visibility import is_runtime_variable
+from strata_core.plan.claims import assign
+from strata_core.plan.devices import device_for
 from strata_core.plan.packages import package_for
 from strata_core.plan.pipeline import named_device
 from strata_core.plan.plan import build_plan
-from strata_core.api.records import RunContext
 
 GIB = 1 << 30
 IGPU_SET = (

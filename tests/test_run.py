@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from cli_runner import strata_core
 
-from strata_core.plan import profile
+from strata_core.api.records import KernelChoice
 from strata_core.errors import StrataError
 from strata_core.host import reference
 from strata_core.host.gemm import PromptGemm
 from strata_core.host.library import HostLibrary
-from strata_core.api.records import KernelChoice
+from strata_core.plan import profile
 from strata_core.run import workload
 from strata_core.testing.sysfs import R9700, write_sysfs
 from strata_core.tuning.dispatch import TunedDispatch

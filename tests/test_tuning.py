@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from strata_core.api.switches import Resolved
 from strata_core.cli import main as cli
 from strata_core.errors import StrataError
 from strata_core.host.tuning import HostGemmTunable
-from strata_core.api.switches import Resolved
 from strata_core.tuning import versions
 from strata_core.tuning.calibrate import Case, calibrate, wall_clock
 from strata_core.tuning.dispatch import SolutionRefused, TunedDispatch

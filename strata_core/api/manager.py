@@ -23,8 +23,8 @@ import attrs
 import pluggy
 
 from .. import __version__
-from . import hookspec
 from ..errors import PluginError
+from . import hookspec
 from .hook_types import conforms, hint_name, hook_specs
 from .records import (
     Claim,

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from collections.abc import Sequence
+from typing import Any
 
 from ..tuning.libraries import PATHS
 from .gemm import BlasGemm

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..plan import config as run_config
 from ..answer_cache import ENV_PREFIXES
+from ..plan import config as run_config
 from ..plan.pipeline import PlanRequest, detect, seconds_variable
 
 #: where the kernel drivers say their version
@@ -67,8 +67,8 @@ def report(request: PlanRequest) -> dict[str, Any]:
     """Everything the report holds, as JSON-ready data."""
     from ..gpu.backends import backend_for
     from ..host.platform import cpu_name, isa_level, kernel_isa
-    from .answers import SCHEMA_VERSION, device_dict
     from ..tuning import versions
+    from .answers import SCHEMA_VERSION, device_dict
 
     env = request.env
     path, config = run_config.find_and_load(request.config, env, request.recorder)

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .. import __version__, log
-from ..plan import profile
 from ..answer_cache import Recorder
 from ..api.records import KV_TYPES, OS_NAMES, PACKS, READERS
 from ..digits import is_digits
 from ..errors import StrataError
+from ..plan import profile
 
 if TYPE_CHECKING:
     from ..plan.pipeline import PlanRequest

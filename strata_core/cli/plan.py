@@ -7,16 +7,16 @@ from collections.abc import Mapping
 
 import attrs
 
-from ..plan import config as run_config
 from .. import log
+from ..api.switches import Switch
 from ..errors import StrataError
+from ..plan import config as run_config
 from ..plan.pipeline import PlanRequest, make_plan
 from ..plan.plan import Plan, declarations
-from .answers import device_dict, dumps, plan_answer
-from .report import explain_text, plan_text, warn
 from ..plan.resolve import without_flags
 from ..plan.selection import Selection
-from ..api.switches import Switch
+from .answers import device_dict, dumps, plan_answer
+from .report import explain_text, plan_text, warn
 
 
 def run_plan(request: PlanRequest, args: argparse.Namespace) -> int:

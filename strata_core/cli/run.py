@@ -13,9 +13,9 @@ from .. import log
 from ..errors import StrataError
 from ..plan.pipeline import PlanOutcome, PlanRequest, make_plan
 from ..plan.plan import HOST, Plan
+from ..plan.resolve import without_flags
 from .answers import dumps, run_answer
 from .report import warn
-from ..plan.resolve import without_flags
 
 
 def run(request: PlanRequest, as_json: bool, engine: Sequence[str] | None) -> int:

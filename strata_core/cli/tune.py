@@ -19,9 +19,9 @@ from .. import log
 from ..digits import is_digits
 from ..errors import StrataError
 from ..files import write_atomic
-from .table import lookup_note
 from ..tuning import tables
 from ..tuning.tables import HOST, OP_PATTERN, TableError, parse, render
+from .table import lookup_note
 
 
 def parse_case(text: str) -> tuple[Any, ...]:
@@ -157,8 +157,8 @@ def tune_host(
 def card_plan(args: argparse.Namespace, env: Mapping[str, str]) -> Any:
     """The plan of a run on this PC's card whose prompt GEMMs run through a vendor library,
     or None where the host backend runs."""
-    from ..tuning.libraries import PATHS, calibrated_path
     from ..plan.pipeline import PlanRequest, make_plan
+    from ..tuning.libraries import PATHS, calibrated_path
 
     request = PlanRequest(env=env, sysfs=args.sysfs, profile=args.profile, for_run=True)
     plan = make_plan(request).plan
@@ -193,10 +193,10 @@ def tune_card(
     min_gain: float,
 ) -> int:
     """Calibrate the plan's prompt GEMM library on its card and write its table."""
-    from ..tuning.libraries import LIBRARIES, PATHS, calibrated_path
     from ..plan.pipeline import seconds_variable
     from ..run import tune_on_card
     from ..tuning import versions
+    from ..tuning.libraries import LIBRARIES, PATHS, calibrated_path
 
     calibrated = calibrated_path(plan.kernels["prompt_gemm"].variant, plan.device.gfx)
     assert calibrated is not None  # card_plan refuses the rest
@@ -255,12 +255,12 @@ def run_switch_trials(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     write the clear winners into the run config's env (or show the change: --dry-run)."""
     import numpy as np
 
+    from ..api.records import RunContext
+    from ..host.library import HostLibrary
+    from ..host.plugin import host_device, strata_select_kernels
     from ..plan import config as run_config
     from ..plan import profile
     from ..plan.context import this_os
-    from ..host.library import HostLibrary
-    from ..host.plugin import host_device, strata_select_kernels
-    from ..api.records import RunContext
     from ..tuning.switch_trials import MIN_GAIN, ROUNDS, TRIALS, TrialResult, alternate, verdict
 
     min_gain = MIN_GAIN if args.min_gain is None else args.min_gain

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from .. import library_search, log
-from ..child import ChildFailed, child_environment, run_json_module
 from ..api.hookspec import hookimpl
 from ..api.records import Detection, DetectionContext, DeviceReport
+from ..child import ChildFailed, child_environment, run_json_module
 from .hardware import amd_gpu
 from .visibility import is_runtime_variable
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from .. import archdb
 from ..answer_cache import Recorder
-from ..digits import is_digits
 from ..api.hookspec import hookimpl
 from ..api.records import Detection, DetectionContext, DeviceReport
+from ..digits import is_digits
 
 strata_api_version = 1
 

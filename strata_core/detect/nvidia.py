@@ -11,13 +11,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import library_search, log
-from ..child import ChildFailed, run_json_forked
-from ..cuda import nvml
 from ..api.hookspec import hookimpl
 from ..api.records import Detection, DetectionContext, DeviceReport
+from ..child import ChildFailed, run_json_forked
+from ..cuda import nvml
 from .hardware import nvidia_gpu
-from .visibility import cuda_visible_devices
 from .kfd import MAX_MEMORY_BYTES
+from .visibility import cuda_visible_devices
 
 strata_api_version = 1
 

@@ -8,19 +8,18 @@ from __future__ import annotations
 import contextlib
 import statistics
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .. import archdb
-from ..errors import StrataError
-from .backends import read_code
-from .runtime import Card, GpuRuntime
-from ..host.q8 import check_matvec_shapes
 from ..api.records import KernelLibrary
+from ..errors import StrataError
+from ..host.q8 import check_matvec_shapes
 from . import abi, code_object
 from ._abi_ffi import ffi as kernel_abi
+from .backends import read_code
+from .runtime import Card, GpuRuntime
 
 ABI_VERSION = kernel_abi.integer_const("STRATA_KERNEL_ABI_VERSION")
 ROUTER_MAX_K = kernel_abi.integer_const("STRATA_ROUTER_MAX_K")

@@ -3,9 +3,8 @@ declarations of native/include/strata_hip_runtime.h, compiled into _hip_ffi at i
 
 from __future__ import annotations
 
-from typing import Any
-
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

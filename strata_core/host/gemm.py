@@ -6,9 +6,10 @@ against each other; ``default`` is one matmul.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from threadpoolctl import threadpool_limits
-from typing import Any
 
 from ..tuning.tables import HOST
 

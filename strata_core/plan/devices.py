@@ -8,9 +8,9 @@ from typing import Any
 import attrs
 
 from .. import archdb
-from ..detect.visibility import override_for, parse_override, visible_devices
 from ..api.manager import PluginManager
 from ..api.records import DetectionContext, Device, DeviceReport
+from ..detect.visibility import override_for, parse_override, visible_devices
 
 #: the target of an NVIDIA card that NVML did not describe
 UNKNOWN_NVIDIA = archdb.NVIDIA_PREFIX + "unknown"

@@ -16,15 +16,18 @@ from typing import Any
 import attrs
 
 from .. import archdb, log
-from . import packages, profile
-from . import config as run_config
 from ..answer_cache import Recorder
+from ..api.manager import PluginManager
+from ..api.records import DetectionContext, Device, RunContext, Workload
+from ..errors import StrataError
+from ..host.plugin import host_device
+from ..tuning import versions
+from ..tuning.lookup import data_dir, decide_host, search_dirs
+from . import config as run_config
+from . import packages, profile
 from .claims import Assignment, assign
 from .context import ram_bytes, this_os
 from .devices import DeviceScan, device_for, scan
-from ..errors import StrataError
-from ..host.plugin import host_device
-from ..api.manager import PluginManager
 from .plan import (
     HOST,
     EngineCards,
@@ -35,11 +38,8 @@ from .plan import (
     support_notes,
     with_tuning,
 )
-from ..api.records import DetectionContext, Device, RunContext, Workload
 from .resolve import parse_engine_args
 from .selection import DeviceChoice, Selection, choose_backend
-from ..tuning import versions
-from ..tuning.lookup import data_dir, decide_host, search_dirs
 
 GIB = 1 << 30
 #: Engine arguments whose values a user gives after `run --`, which no default overrides.
@@ -307,8 +307,8 @@ def run_settings(
     """What the workload runs with: its shape, threads, and on a card the plugin's kernel
     library, the runtimes to try, the prompt GEMM library's files and the time the GPU run
     may take."""
-    from ..tuning.libraries import library_paths
     from ..gpu.backends import runtime_candidates
+    from ..tuning.libraries import library_paths
 
     library = None
     gemm_libraries: tuple[str, ...] = ()

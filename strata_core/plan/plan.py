@@ -9,19 +9,18 @@ from typing import Any
 import attrs
 
 from .. import archdb
-from . import packages
 from ..answer_cache import Recorder
+from ..api.manager import PluginManager
+from ..api.records import Device, KernelChoice, KernelLibrary, RunContext, Workload
+from ..api.switches import Default, Resolved, Switch
 from ..archdb import SupportStatus
 from ..gpu.backends import backend_for
-from .core_switches import CONTROL_VARIABLES, page_variables, undeclared_note
-from ..api.manager import PluginManager
-from .pictures import PictureReader, picture_reader
-from ..api.records import Device, KernelChoice, KernelLibrary, RunContext, Workload
-from ..api.switches import Resolved
-from .resolve import parse_engine_args, resolve
-from ..api.switches import Default, Switch
 from ..tuning.lookup import TuningDecision, decide_cublaslt, decide_hipblaslt, decide_rocblas
 from ..tuning.versions import LibraryVersion
+from . import packages
+from .core_switches import CONTROL_VARIABLES, page_variables, undeclared_note
+from .pictures import PictureReader, picture_reader
+from .resolve import parse_engine_args, resolve
 
 CORE = "core"
 HOST = "host"

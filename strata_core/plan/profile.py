@@ -9,9 +9,9 @@ from typing import Any
 import attrs
 
 from ..answer_cache import Recorder
-from .context import ram_bytes
-from ..errors import StrataError
 from ..api.records import Workload
+from ..errors import StrataError
+from .context import ram_bytes
 
 SHIPPED_DIR = Path(__file__).resolve().parent.parent / "profiles"
 DEFAULT = SHIPPED_DIR / "default.toml"

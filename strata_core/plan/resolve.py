@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-
 from ..api.records import Device
 from ..api.switches import Default, Resolved, Switch
 

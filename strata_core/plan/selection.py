@@ -6,10 +6,10 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from .claims import Assignment
+from ..api.records import Device
 from ..digits import is_digits
 from ..errors import StrataError
-from ..api.records import Device
+from .claims import Assignment
 
 ROLES = ("main", "helper")
 

@@ -23,11 +23,11 @@ from typing import Any
 import attrs
 import numpy as np
 
-from ..log import says
+from ..api.records import KernelChoice
 from ..errors import NoGpuRun, StrataError
 from ..gpu.backends import BACKENDS
+from ..log import says
 from ..plan.plan import HostRun, Plan, RunSettings
-from ..api.records import KernelChoice
 from ..tuning.dispatch import say
 from ..tuning.libraries import PATHS
 from .gpu_backend import GpuCard

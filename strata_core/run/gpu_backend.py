@@ -9,15 +9,16 @@ from typing import Any
 import attrs
 import numpy as np
 
+from ..api.records import KernelLibrary
 from ..blas.gemm import BlasGemm, GemmShape
 from ..blas.open import open_blas
 from ..errors import NoGpuRun, StrataError
 from ..gpu.backends import BACKENDS, load_runtime
-from ..gpu.runtime import Card
 from ..gpu.library import GpuKernels, start_check
-from ..api.records import KernelLibrary
+from ..gpu.runtime import Card
 from ..tuning.libraries import PATHS
 from ..tuning.tables import DEFAULT
+
 
 class HalfGemm:
     """The prompt GEMM's reference on a GPU: the product of the same half values."""

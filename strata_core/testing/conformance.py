@@ -9,13 +9,12 @@ import itertools
 from collections.abc import Callable, Iterator
 
 from .. import archdb
-from ..api.records import NATIVE_PACKS, OS_NAMES
-from ..plan.devices import device_for
-from ..errors import StrataError
 from ..api.manager import PluginManager, PluginStatus
-from ..plan.plan import CORE, declarations
-from ..api.records import Claim, Device, RunContext, Workload
+from ..api.records import NATIVE_PACKS, OS_NAMES, Claim, Device, RunContext, Workload
 from ..api.switches import Switch
+from ..errors import StrataError
+from ..plan.devices import device_for
+from ..plan.plan import CORE, declarations
 
 #: The contexts every default and kernel choice is asked for: each OS, with and without
 #: int8 KV, with and without a native pack.

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..api.manager import PluginManager
+from ..api.records import Device, RunContext
+from ..errors import StrataError
 from ..plan.claims import assign
 from ..plan.devices import device_for
-from ..errors import StrataError
-from ..api.manager import PluginManager
 from ..plan.plan import Plan, build_plan
-from ..api.records import Device, RunContext
 
 
 def manager_for(
