@@ -1,7 +1,8 @@
 """Build hook: compiles the host kernel library (native/host) with the C compiler and writes
-the out-of-line cffi ABI modules of that library and of the HIP runtime, each beside the code
-that loads it (the CUDA driver and NVML among them), so that wheels and editable installs carry them. Wheels also carry the HIP
-kernel sources, for plugins built with the strata-kernels hook."""
+the out-of-line cffi ABI modules of that library (for the host, and for the GPU launcher's
+constants), of the HIP runtime, the CUDA driver, NVML and the vendor BLAS libraries, each
+beside the code that loads it, so that wheels and editable installs carry them. Wheels also
+carry the HIP kernel sources, for plugins built with the strata-kernels hook."""
 
 from __future__ import annotations
 

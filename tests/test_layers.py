@@ -43,8 +43,7 @@ FLOORS = {
 }
 GROUND_FLOOR, ENTRY_FLOOR = 0, 6
 #: what the house still does against the rules above, each with its reason
-ALLOWED: dict[str, str] = {
-}
+ALLOWED: dict[str, str] = {}
 
 
 def modules() -> dict[str, Path]:

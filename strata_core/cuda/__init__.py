@@ -1,1 +1,2 @@
-"""The CUDA backend: the cuda plugin's PTX, read and launched through the NVIDIA driver."""
+"""The CUDA backend's own part: the NVIDIA driver's binding (a GpuRuntime) and NVML, which
+detection reads."""
