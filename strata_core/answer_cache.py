@@ -19,7 +19,10 @@ import os
 import stat
 import sys
 import zlib
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the cache's path
+if TYPE_CHECKING:
+    from typing import Any
 
 FORMAT = 1
 #: Environment variables that can change an answer: strata's own, the ROCm runtime's, and

@@ -53,3 +53,14 @@ def test_a_line_said_loads_structlog(env, tree):
 def test_an_answer_from_the_cache_loads_nothing_heavy(env, tree):
     imported(env, "plan", "--json", "--sysfs", tree)
     assert imported(env, "plan", "--json", "--sysfs", tree) == set()
+
+
+def test_an_answer_from_the_cache_imports_no_typing(env, tree):
+    imported(env, "plan", "--json", "--sysfs", tree)
+    probe = PROBE.replace(f"{HEAVY!r}", "('typing', 're')")
+    result = subprocess.run(
+        [sys.executable, "-c", probe, "plan", "--json", "--sysfs", tree],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == []
