@@ -2,28 +2,79 @@
 return, switches and their rules, the arch plugin base, the kernel choices the reference page
 makes, and the plugin manager. Plugins import from here only."""
 
-from ..archdb import compute_capability, newest_ptx_for
-from .arch_plugin import EXACT_MATCH, PATTERN_MATCH, ArchPlugin
-from .hookspec import hookimpl
-from .kernels import gpu_topk_choices, hip_choices, router_choice, topk_choice
-from .manager import API_VERSION, PluginManager
-from .records import (
-    GGUF_PACKS,
-    KV_TYPES,
-    NATIVE_PACKS,
-    OS_NAMES,
-    PACKS,
-    Claim,
-    Detection,
-    DetectionContext,
-    Device,
-    DeviceReport,
-    KernelChoice,
-    KernelLibrary,
-    RunContext,
-    Workload,
-)
-from .switches import INTEGER, NUMBER, PATH, Default, Defaults, Rule, Switch
+import importlib
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from ..archdb import compute_capability, newest_ptx_for
+    from .arch_plugin import EXACT_MATCH, PATTERN_MATCH, ArchPlugin
+    from .hookspec import hookimpl
+    from .kernels import gpu_topk_choices, hip_choices, router_choice, topk_choice
+    from .manager import API_VERSION, PluginManager
+    from .records import (
+        GGUF_PACKS,
+        KV_TYPES,
+        NATIVE_PACKS,
+        OS_NAMES,
+        PACKS,
+        Claim,
+        Detection,
+        DetectionContext,
+        Device,
+        DeviceReport,
+        KernelChoice,
+        KernelLibrary,
+        RunContext,
+        Workload,
+    )
+    from .switches import INTEGER, NUMBER, PATH, Default, Defaults, Rule, Switch
+
+#: where each name lives; a name is imported when it is first used, so that importing a part of
+#: the core (the command line, the plan) does not import the whole face
+_HOMES = {
+    "API_VERSION": ".manager",
+    "EXACT_MATCH": ".arch_plugin",
+    "GGUF_PACKS": ".records",
+    "INTEGER": ".switches",
+    "KV_TYPES": ".records",
+    "NATIVE_PACKS": ".records",
+    "NUMBER": ".switches",
+    "OS_NAMES": ".records",
+    "PACKS": ".records",
+    "PATH": ".switches",
+    "PATTERN_MATCH": ".arch_plugin",
+    "ArchPlugin": ".arch_plugin",
+    "Claim": ".records",
+    "Default": ".switches",
+    "Defaults": ".switches",
+    "Detection": ".records",
+    "DetectionContext": ".records",
+    "Device": ".records",
+    "DeviceReport": ".records",
+    "KernelChoice": ".records",
+    "KernelLibrary": ".records",
+    "PluginManager": ".manager",
+    "Rule": ".switches",
+    "RunContext": ".records",
+    "Switch": ".switches",
+    "Workload": ".records",
+    "compute_capability": "..archdb",
+    "gpu_topk_choices": ".kernels",
+    "hip_choices": ".kernels",
+    "hookimpl": ".hookspec",
+    "newest_ptx_for": "..archdb",
+    "router_choice": ".kernels",
+    "topk_choice": ".kernels",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOMES[name], __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "API_VERSION",
