@@ -21,10 +21,11 @@ import statistics
 import numpy as np
 import torch
 
+from strata_core import q8
 from strata_core.api.manager import PluginManager
 from strata_core.cuda.driver import CudaDriver, candidate_paths
 from strata_core.gpu.library import GpuKernels, start_check
-from strata_core.host import q8, reference
+from strata_core.host import reference
 from strata_core.host.library import HostLibrary
 
 GB = 1e9

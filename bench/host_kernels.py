@@ -50,8 +50,8 @@ from strata_core.host import reference
 from strata_core.host.gemm import PromptGemm
 from strata_core.host.library import HostLibrary
 from strata_core.host.platform import KERNEL_ISAS
-from strata_core.host.q8 import BLOCK
 from strata_core.host.topk_bands import host_topk_choice
+from strata_core.q8 import BLOCK
 
 MB = 1 << 20
 #: how close ggml's matvec must come to strata's, as a share of the largest |y|: both sum the

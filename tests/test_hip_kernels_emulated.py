@@ -11,8 +11,9 @@ import cffi
 import numpy as np
 import pytest
 
+from strata_core import q8
 from strata_core.gpu.library import topk_launches, topk_scratch_bytes
-from strata_core.host import q8, reference
+from strata_core.host import reference
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"

@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 from conftest import BEST_HOST_ISA, CPU_HOST_ISAS, HOST_ISAS
 
+from strata_core import q8
 from strata_core.api.kernels import topk_choice
 from strata_core.errors import StrataError
-from strata_core.host import q8, reference
+from strata_core.host import reference
 from strata_core.host.library import HostLibrary
 
 

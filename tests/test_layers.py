@@ -22,6 +22,7 @@ GROUND = {
     "strata_core.files",
     "strata_core.library_search",
     "strata_core.log",
+    "strata_core.q8",
 }
 #: the console script and `python -m strata_core`, above every command
 ENTRY = {"strata_core.launcher", "strata_core.__main__"}

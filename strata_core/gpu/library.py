@@ -15,7 +15,7 @@ import numpy as np
 from .. import archdb
 from ..api.records import KernelLibrary
 from ..errors import StrataError
-from ..host.q8 import check_matvec_shapes
+from ..q8 import check_matvec_shapes
 from . import abi, code_object
 from ._abi_ffi import ffi as kernel_abi
 from .backends import read_code

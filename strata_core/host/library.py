@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import StrataError
-from .q8 import check_matvec_shapes
+from ..q8 import check_matvec_shapes
 
 LIBRARY = Path(__file__).resolve().with_name("libstrata_host.so")
 TOPK_VARIANTS = {"auto": 0, "register": 1, "wide": 2, "old": 3}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .q8 import BLOCK
+from ..q8 import BLOCK
 
 
 def matvec_q8_0(qs: np.ndarray, d: np.ndarray, xq: np.ndarray, xd: np.ndarray) -> np.ndarray:

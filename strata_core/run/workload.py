@@ -15,10 +15,10 @@ from typing import Any, Protocol, TextIO
 import attrs
 import numpy as np
 
+from .. import q8
 from ..api.kernels import TOPK_OPS
 from ..api.records import KernelChoice, Workload
 from ..errors import StrataError
-from ..host import q8
 from ..tuning.dispatch import TunedDispatch
 
 GB = 1e9

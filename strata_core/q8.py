@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import StrataError
+from .errors import StrataError
 
 BLOCK = 32
 
