@@ -1,4 +1,5 @@
-"""Q8_0 quantization in numpy: 32-value blocks, each int8 values times one scale."""
+"""Q8_0 quantization in numpy, the kernel ABI's weight format for every backend: 32-value
+blocks, each int8 values times one scale."""
 
 from __future__ import annotations
 
