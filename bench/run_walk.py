@@ -5,7 +5,9 @@ backend, in this process (a sysfs tree with no GPU), and with --cuda-driver LIBR
 child's part on an NVIDIA card (open the card through the backend registry, launch
 matvec_q8_0), which must touch no strata_core.hip module.
 
-    python bench/run_walk.py [--cuda-driver tests' stand-in libcuda]
+    python bench/run_walk.py [--cuda-driver LIBCUDA]
+(the tests' stand-in, tests/fixtures/hip_stand_in.c built as a shared library, with
+STAND_IN_ARCH=sm_90, does for a PC without an NVIDIA card)
 """
 
 from __future__ import annotations
