@@ -81,7 +81,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
         return 0
     except OutputFailed as failed:
-        sys.stderr.write(f"strata-core: cannot write to standard output ({failed})\n")
+        from . import log  # in the format that the command line chose
+
+        log.error(f"cannot write to standard output ({failed})")
         if stdout is not None:  # what is still buffered goes nowhere at exit
             os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
         return 2

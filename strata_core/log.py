@@ -1,7 +1,8 @@
 """Every diagnostic strata-core says goes through here (structlog), on stderr.
 
-For people: ``strata-core: <message>``, warnings as ``strata-core: warning: <message>`` and
-debug lines as ``strata-core: debug: <message>``. For machines, ``--log-format logfmt``
+For people: ``strata-core: <message>``, and every other level labelled as git and pip label
+theirs: ``strata-core: error: <message>``, ``strata-core: warning: <message>``,
+``strata-core: debug: <message>``. For machines, ``--log-format logfmt``
 (``level=info msg="..." kind=start_line timestamp=...``) or ``json``, each line with its
 level and its time (ISO 8601, UTC).
 The level is ``info`` by default; ``-q`` shows warnings and errors only, ``-v`` adds debug
@@ -41,7 +42,7 @@ def level_from(verbose: bool, quiet: bool, env: Mapping[str, str]) -> str:
 
 
 def _for_people(_logger: Any, method: str, event: dict) -> str:
-    label = f"{method}: " if method in ("warning", "debug") else ""
+    label = "" if method == "info" else f"{method}: "
     return f"{PROG}: {label}{event['event']}"
 
 
