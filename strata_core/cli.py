@@ -388,7 +388,7 @@ def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) ->
         at = argv.index("--explain")
         argv[at : at + 2] = [f"--explain={argv[at + 1]}"]  # --explain --pcie-frac names a flag
     env = dict(os.environ)
-    log.configure(fmt=_log_format(argv))  # a usage error is said in the chosen format too
+    log.configure(fmt=log.format_named(argv))  # a usage error is said in the chosen format too
     as_json = "--json" in argv
     parser = _parser()
     try:
@@ -441,17 +441,6 @@ def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) ->
             raise
         why = f"internal error: {type(exc).__name__}: {exc} (STRATA_DEBUG=1 shows where)"
         return _fail(why, 1, getattr(args, "json", False))
-
-
-def _log_format(argv: Sequence[str]) -> str:
-    """The --log-format the command line names, before it is parsed."""
-    for at, arg in enumerate(argv):
-        flag, eq, value = arg.partition("=")
-        if flag == "--log-format":
-            value = value if eq else (argv[at + 1] if at + 1 < len(argv) else "")
-            if value in log.FORMATS:
-                return value
-    return "people"
 
 
 def _command_word(argv: Sequence[str]) -> str | None:

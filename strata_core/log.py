@@ -13,7 +13,7 @@ machine may want besides is in key=value fields such as ``kind``."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 PROG = "strata-core"
@@ -39,6 +39,19 @@ def level_from(verbose: bool, quiet: bool, env: Mapping[str, str]) -> str:
             f"STRATA_LOG_LEVEL={env['STRATA_LOG_LEVEL']}: expected one of {', '.join(LEVELS)}"
         )
     return level
+
+
+def format_named(argv: Sequence[str]) -> str:
+    """The --log-format a command line names, before it is parsed; people where none is."""
+    for at, arg in enumerate(argv):
+        if arg == "--":  # what follows is the engine's
+            break
+        flag, eq, value = arg.partition("=")
+        if flag == "--log-format":
+            value = value if eq else (argv[at + 1] if at + 1 < len(argv) else "")
+            if value in FORMATS:
+                return value
+    return "people"
 
 
 def _for_people(_logger: Any, method: str, event: dict) -> str:
