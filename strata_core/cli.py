@@ -146,7 +146,10 @@ def _parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Which backend of the Strata engine runs on this PC, on which cards, with\n"
         "which switches, and why.",
-        epilog="Run 'strata-core COMMAND --help' for a command's options and examples.",
+        epilog="Diagnostics go to stderr, for people as 'strata-core: LINE', errors as\n"
+        "'strata-core: error: LINE' (warnings and debug lines labelled likewise); a command\n"
+        "that cannot go on ends with its one error line.\n"
+        "Run 'strata-core COMMAND --help' for a command's options and examples.",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     _logging_options(parser, False)

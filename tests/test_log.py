@@ -182,3 +182,8 @@ def _read(fd: int) -> bytes:
         return os.read(fd, 4096)
     except OSError:  # the terminal's other side closed
         return b""
+
+
+def test_help_says_how_an_error_line_reads(env):
+    top = strata_core("--help", env=env).stdout
+    assert "errors as\n'strata-core: error: LINE'" in top
