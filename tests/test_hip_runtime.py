@@ -144,8 +144,8 @@ def test_run_stops_when_the_runtime_sees_another_card(stand_in, env, tmp_path):
     )
     assert result.returncode != 0
     assert result.stderr.splitlines()[-1] == (
-        "strata-core: AMD Radeon RX 7900 XTX is gfx1100; this build of hip_rdna4 was compiled "
-        "for gfx1200, gfx1201"
+        "strata-core: error: AMD Radeon RX 7900 XTX is gfx1100; this build of hip_rdna4 was "
+        "compiled for gfx1200, gfx1201"
     )
 
 
@@ -159,8 +159,8 @@ def test_run_checks_gpu_results_against_the_host(stand_in, env, tmp_path):
     )  # fmt: skip
     assert result.returncode != 0
     assert result.stderr.splitlines()[-1] == (
-        "strata-core: matvec_q8_0 gave a wrong result in decode step 1: it differs from the "
-        "host backend's result; the strata_kernels-gfx1201.hsaco code object is not to be "
+        "strata-core: error: matvec_q8_0 gave a wrong result in decode step 1: it differs from "
+        "the host backend's result; the strata_kernels-gfx1201.hsaco code object is not to be "
         "trusted here"
     )
     assert not result.stdout or "backend" not in json.loads(result.stdout)
@@ -294,7 +294,7 @@ def test_a_bad_run_timeout_is_one_line(env, tmp_path, value):
     )
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1] == (
-        f"strata-core: STRATA_RUN_TIMEOUT={value}: expected a positive number of seconds"
+        f"strata-core: error: STRATA_RUN_TIMEOUT={value}: expected a positive number of seconds"
     )
 
 

@@ -185,8 +185,8 @@ def test_a_driver_older_than_the_ptx_is_refused_before_any_launch(
     result = run("run", "--profile", str(TINY), "--sysfs", str(root), env=driver)
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1] == (
-        f"strata-core: the CUDA driver {stand_in} is CUDA 11.7; strata_kernels-sm_90.ptx is "
-        "PTX ISA 7.8, which needs CUDA 11.8 (driver 520 or newer): update the NVIDIA driver"
+        f"strata-core: error: the CUDA driver {stand_in} is CUDA 11.7; strata_kernels-sm_90.ptx "
+        "is PTX ISA 7.8, which needs CUDA 11.8 (driver 520 or newer): update the NVIDIA driver"
     )
     assert not launches.exists()
 
@@ -197,7 +197,8 @@ def test_gpus_names_cuda_devices_when_the_cuda_backend_runs(nvidia_tree, env, st
     )
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1] == (
-        "strata-core: --gpus from command line: no CUDA device 1 (visible CUDA devices: 0)"
+        "strata-core: error: --gpus from command line: no CUDA device 1 (visible CUDA devices: "
+        "0)"
     )
 
 

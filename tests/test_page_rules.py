@@ -179,8 +179,8 @@ def test_a_chosen_card_no_plugin_runs_is_refused(env, tmp_path):
         result = strata_core(command, "--sysfs", str(root), "--gpus", "1,0", env=env, check=False)
         assert result.returncode == 2 and result.stderr.count("\n") == 1
         assert result.stderr.startswith(
-            "strata-core: --gpus from command line: HIP 1 is RX 5500 / RX 5500 XT (gfx1012, "
-            "RDNA1), which no installed plugin runs gfx1012 (RDNA1)"
+            "strata-core: error: --gpus from command line: HIP 1 is RX 5500 / RX 5500 XT "
+            "(gfx1012, RDNA1), which no installed plugin runs gfx1012 (RDNA1)"
         )
         assert result.stderr.endswith(
             "; every chosen card must be one of the supported architectures\n"
@@ -217,8 +217,8 @@ def test_hip_ordinal_is_read_and_never_overridden(env, tmp_path):
     refused = strata_core("plan", *chosen, env=env, check=False)
     assert refused.returncode == 2
     assert refused.stderr == (
-        f"strata-core: {config}:1: hip_ordinal: 0, but gpu is 1: neither is overridden, so "
-        "the config must name one card\n"
+        f"strata-core: error: {config}:1: hip_ordinal: 0, but gpu is 1: neither is overridden, "
+        "so the config must name one card\n"
     )
 
 
@@ -320,7 +320,9 @@ def test_device_takes_a_target_that_an_installed_plugin_claims(env, tmp_path):
     assert (answer["device"]["gfx"], answer["plugin"]) == ("gfx1036", "raphael")
     refused = strata_core("plan", "--device", "gfx1036", env=env, check=False)
     assert refused.returncode == 2
-    assert refused.stderr.startswith("strata-core: --device gfx1036: not a target strata knows (")
+    assert refused.stderr.startswith(
+        "strata-core: error: --device gfx1036: not a target strata knows ("
+    )
     assert refused.stderr.endswith(") nor one an installed plugin claims\n")
 
 

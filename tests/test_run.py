@@ -77,7 +77,7 @@ def test_a_profile_is_taken_by_name_or_as_a_file(env, tmp_path):
     assert answer["kernels"]["topk"]["reason"].startswith("524288 cells, k 256: ")
     missing = run("--profile", "huge-moe", "--sysfs", str(tmp_path), env=env, check=False)
     assert missing.returncode != 0
-    assert missing.stderr.splitlines()[-1].startswith("strata-core: huge-moe: cannot read")
+    assert missing.stderr.splitlines()[-1].startswith("strata-core: error: huge-moe: cannot read")
 
 
 def test_human_report(env, tmp_path):
@@ -133,7 +133,7 @@ def test_a_malformed_profile_is_one_line(env, tmp_path):
     result = run("--profile", str(bad), "--sysfs", str(tmp_path), env=env, check=False)
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1] == (
-        f"strata-core: {bad}: hidden must be a multiple of 32 (Q8_0 blocks)"
+        f"strata-core: error: {bad}: hidden must be a multiple of 32 (Q8_0 blocks)"
     )
 
 
