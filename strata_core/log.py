@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on a command's path
+if TYPE_CHECKING:
+    from typing import Any
 
 PROG = "strata-core"
 LEVELS = ("debug", "info", "warning", "error")

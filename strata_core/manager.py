@@ -14,15 +14,14 @@ from __future__ import annotations
 import enum
 import importlib
 import threading
-from collections.abc import Collection, Mapping
-from importlib.metadata import EntryPoint, entry_points
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import pluggy
 
-from . import __version__, hookspec
+from . import __version__, hookspec, plugin_index
 from .errors import PluginError
 from .hook_types import conforms, hint_name, hook_specs
 from .records import (
@@ -36,6 +35,11 @@ from .records import (
     Workload,
 )
 from .switches import Defaults, Switch
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
+    from .plugin_index import IndexedEntryPoint
 
 ENTRY_POINT_GROUP = "strata.arch"
 API_VERSION = 1
@@ -94,7 +98,7 @@ class PluginManager:
     def discover(cls, env: Mapping[str, str]) -> PluginManager:
         manager = cls(env)
         manager.load_builtins()
-        manager.load_entry_points(entry_points(group=ENTRY_POINT_GROUP))
+        manager.load_entry_points(plugin_index.entry_points(ENTRY_POINT_GROUP, dict(env)))
         return manager
 
     @classmethod
@@ -132,7 +136,7 @@ class PluginManager:
                 name, importlib.import_module(module), "strata", __version__, builtin=True
             )
 
-    def load_entry_points(self, eps: list[EntryPoint] | tuple[EntryPoint, ...]) -> None:
+    def load_entry_points(self, eps: Sequence[IndexedEntryPoint | EntryPoint]) -> None:
         allowed = _names(self.env, "STRATA_PLUGINS")
         denied = _names(self.env, "STRATA_DISABLE_PLUGINS")
         autoload = not _flag(self.env, "STRATA_DISABLE_PLUGIN_AUTOLOAD")
@@ -173,7 +177,7 @@ class PluginManager:
                         f"(installed: {', '.join(sorted(known))})"
                     )
 
-    def _load(self, ep: EntryPoint, dist: str, version: str) -> None:
+    def _load(self, ep: IndexedEntryPoint | EntryPoint, dist: str, version: str) -> None:
         try:
             plugin = ep.load()
         except (Exception, SystemExit) as exc:  # a plugin that calls sys.exit is broken too
