@@ -177,36 +177,31 @@ def store(
         "dirs": {p: listing(p) for p in sorted(recorder.dirs)},
         "stats": {p: stat_of(p) for p in stats},
     }
-    path = _entry_path(key, env)
-    if write_atomic(path, entry):
-        try:
-            _evict(os.path.dirname(path))
-        except OSError:
-            pass
+    write_entry(_entry_path(key, env), entry)
 
 
-def write_atomic(path: str, entry: dict) -> bool:
-    """Write ``entry`` as a marshal file, whole or not at all; False where it cannot be."""
+def write_entry(path: str, entry: dict) -> None:
+    """Write ``entry`` as a marshal file, whole or not at all, and keep the folder within
+    MAX_BYTES; a failure to write is not an error."""
     temp = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(temp, "wb") as handle:
             marshal.dump(entry, handle)
         os.replace(temp, path)
+        _evict(os.path.dirname(path))
     except OSError:
         try:
             os.unlink(temp)
         except OSError:
             pass
-        return False
-    return True
 
 
 def _evict(folder: str) -> None:
-    """Remove the least recently used answers until the folder holds at most MAX_BYTES."""
+    """Remove the least recently used entries until the folder holds at most MAX_BYTES."""
     entries = []
     for name in os.listdir(folder):
-        if name.startswith("answer-") and name.endswith(".marshal"):
+        if name.endswith(".marshal"):  # the answers, and the plugin indexes
             st = os.stat(os.path.join(folder, name))
             entries.append((st.st_mtime_ns, st.st_size, name))
     total = sum(size for _, size, _ in entries)

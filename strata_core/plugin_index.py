@@ -5,7 +5,8 @@ neither imports ``importlib.metadata`` (and the email parser it reads metadata w
 reads every distribution's metadata again.
 
 The index is checked in full on every read, as the answer cache checks its answers, so it is
-kept when the answer cache is turned off (``STRATA_CACHE=0``); it lives beside the answers.
+kept when the answer cache is turned off (``STRATA_CACHE=0``); it lives beside the answers,
+one for each interpreter and ``sys.path``, and counts among them for the folder's limit.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def _installed() -> list:
 
 
 def _index_path(group: str, env: dict[str, str]) -> str:
-    key = repr([group, sys.executable])  # one index an interpreter: sys.path is in its state
+    key = repr([group, sys.executable, sys.path])
     return os.path.join(
         answer_cache.directory(env), f"entry-points-{zlib.crc32(key.encode()):08x}.marshal"
     )
@@ -109,4 +110,4 @@ def _store(path: str, state: list, found: Sequence[EntryPoint]) -> None:
         ]
     except AttributeError:
         return
-    answer_cache.write_atomic(path, {"state": state, "entry_points": rows})
+    answer_cache.write_entry(path, {"state": state, "entry_points": rows})
