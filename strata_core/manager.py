@@ -1,7 +1,8 @@
 """Plugin discovery and isolated hook calls, on top of pluggy.
 
-Entry points of the group ``strata.arch`` are the plugins; the built-in detectors (``kfd``,
-``hip``) are registered the same way. Environment controls:
+Entry points of the group ``strata.arch`` (read through strata_core.plugin_index) are the
+plugins; the built-in detectors (``kfd``, ``hip``) are registered the same way. Environment
+controls:
 
 - ``STRATA_PLUGINS=a,b``: load only these entry-point plugins (an allow-list);
 - ``STRATA_DISABLE_PLUGINS=a,b``: never load these (built-ins included);

@@ -105,7 +105,7 @@ def _store(path: str, state: list, found: Sequence[EntryPoint]) -> None:
     (its ``load`` then fails as ``importlib.metadata`` says) or the folder is not writable."""
     try:
         rows = [
-            (ep.name, ep.module, ep.attr or "", (ep.dist.name, ep.dist.version) if ep.dist else None)
+            (ep.name, ep.module, ep.attr or "", ep.dist and (ep.dist.name, ep.dist.version))
             for ep in found
         ]
     except AttributeError:

@@ -333,7 +333,8 @@ def test_a_start_with_the_same_distributions_reads_the_plugin_index(site, env, m
 
 def test_a_distribution_installed_or_changed_after_the_index_is_seen(site, env):
     _discovered(env)
-    write_distribution(site, "late", "1.0", {"late": "late_plugin:plugin"}, {"late_plugin.py": GOOD})
+    modules = {"late_plugin.py": GOOD}
+    write_distribution(site, "late", "1.0", {"late": "late_plugin:plugin"}, modules)
     try:
         assert _discovered(env)[0]["late"].distribution == "late"
         (site / "late-1.0.dist-info/entry_points.txt").write_text(

@@ -36,8 +36,7 @@ def walk(sysfs: Path, recorder: Recorder | None = None) -> Detection:
     read.list_dir(sysfs / "class/drm")
     if not read.is_dir(nodes_dir):
         missing = f"no KFD topology at {nodes_dir}"
-        amd = function_of(sysfs, read, AMD_VENDOR)
-        if amd is None:  # a PC without AMD hardware: nothing to say but in -v
+        if function_of(sysfs, read, AMD_VENDOR) is None:  # no AMD hardware: said in -v only
             log.debug(f"{missing}; no AMD PCI display function either", kind="detection")
             return Detection()
         return Detection(notes=(f"{missing} (is the amdgpu driver loaded?)",))
