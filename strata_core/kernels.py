@@ -5,13 +5,16 @@ take (AMD_HIP.md, "Speed switches", "Deep contexts", "RDNA2", "gfx906")."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import attrs
 
 from . import archdb
 from .digits import is_digits
 from .records import Device, KernelChoice, RunContext, Workload
-from .tuning.lookup import TuningDecision
+
+if TYPE_CHECKING:
+    from .tuning.lookup import TuningDecision
 
 #: AMD_HIP.md, "Deep contexts": "Past about 135K cells (and from about 90K cells on a prompt
 #: read) the top-k selection runs the wide kernel"; "Speed switches": STRATA_TOPK_STREAM=0 runs

@@ -36,8 +36,6 @@ from .plan import (
 from .records import DetectionContext, Device, RunContext, Workload
 from .resolve import parse_engine_args
 from .selection import DeviceChoice, Selection, choose_backend
-from .tuning import versions
-from .tuning.lookup import data_dir, decide_host, search_dirs
 
 GIB = 1 << 30
 #: Engine arguments whose values a user gives after `run --`, which no default overrides.
@@ -254,6 +252,8 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
     if split:
         plan = attrs.evolve(plan, package=None, warnings=(*plan.warnings, split))
     if plan.backend in ("hip", "cuda"):
+        from .tuning.lookup import data_dir, search_dirs
+
         dirs = search_dirs(config.exe, env, ()) + [Path(d) for d in config.tuning.dirs]
         dirs.append(data_dir(env))
         plan = with_tuning(plan, manager, library_versions(request, plan), dirs, recorder)
@@ -291,6 +291,7 @@ def refuse_unsupported(assignments: Sequence[Assignment], selection: Selection) 
 def host_run(request: PlanRequest, host_plan: Plan) -> HostRun:
     """What the host backend runs: its kernel choices, instruction set and tuning table."""
     from .host.platform import blas_version, isa_level
+    from .tuning.lookup import data_dir, decide_host, search_dirs
 
     dirs = [*search_dirs(None, request.env, ()), data_dir(request.env)]
     return HostRun(
@@ -342,6 +343,8 @@ def runtime_candidates(backend: str, env: Mapping[str, str]) -> list[str]:
 def library_versions(request: PlanRequest, plan: Plan) -> dict:
     """hipBLASLt, rocBLAS and cuBLASLt versions: given on the command line, else probed where
     a table decision needs one, except for a card that is not in this PC."""
+    from .tuning import versions
+
     given = {
         "hipblaslt": versions.hipblaslt_number(request.hipblaslt) if request.hipblaslt else None,
         "rocblas": versions.rocblas_version(request.rocblas) if request.rocblas else None,

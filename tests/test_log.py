@@ -1,4 +1,4 @@
-"""One logging layer: every diagnostic on stderr through structlog, for people or machines."""
+"""One logging layer: every diagnostic on stderr, for people or (through structlog) machines."""
 
 import json
 import os

@@ -66,6 +66,18 @@ def test_the_driver_describes_the_card_and_the_cuda_backend_runs_it(nvidia_tree,
     assert plan["kernels"]["matvec_q8_0"]["variant"] == "dp4a"
 
 
+def test_a_pc_with_only_an_nvidia_card_hears_nothing_of_kfd(tmp_path, env, stand_in, with_driver):
+    root = write_nvidia_gpu(tmp_path / "sys", PCI)
+    quiet = run("devices", "--sysfs", str(root), env=with_driver(env, stand_in))
+    assert quiet.returncode == 0 and "KFD" not in quiet.stderr
+    assert not [n for n in devices_json(root, with_driver(env, stand_in))["notes"] if "KFD" in n]
+    said = run("devices", "-v", "--sysfs", str(root), env=with_driver(env, stand_in)).stderr
+    assert (
+        f"strata-core: debug: no KFD topology at {root}/class/kfd/kfd/topology/nodes; no AMD "
+        "PCI display function either"
+    ) in said.splitlines()
+
+
 def test_cuda_visible_devices_hides_the_card_as_the_driver_does(nvidia_tree, env, stand_in, with_driver):
     answer = devices_json(nvidia_tree, with_driver(env, stand_in, CUDA_VISIBLE_DEVICES="-1"))
     amd, nvidia = answer["devices"]

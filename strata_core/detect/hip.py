@@ -3,8 +3,7 @@ where sysfs shows an AMD GPU (strata_core.detect.hardware)."""
 
 from __future__ import annotations
 
-from .. import library_search, log
-from ..child import ChildFailed, child_environment, run_json_module
+from .. import log
 from ..hookspec import hookimpl
 from ..records import Detection, DetectionContext, DeviceReport
 from .hardware import amd_gpu
@@ -35,6 +34,9 @@ def strata_detect_devices(context: DetectionContext) -> Detection | None:
 
 
 def run_probe(context: DetectionContext) -> Detection:
+    from .. import library_search
+    from ..child import ChildFailed, child_environment, run_json_module
+
     library_search.record(context.env, "STRATA_HIP_LIBRARY", context.recorder)
     env = child_environment(context.env, _owned)
     try:

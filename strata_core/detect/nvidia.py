@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .. import library_search, log
-from ..child import ChildFailed, run_json_forked
-from ..cuda import nvml
+from .. import log
 from ..hookspec import hookimpl
 from ..records import Detection, DetectionContext, DeviceReport
 from .hardware import nvidia_gpu
@@ -37,6 +35,10 @@ def strata_detect_devices(context: DetectionContext) -> Detection | None:
 
 
 def run_probe(context: DetectionContext) -> Detection:
+    from .. import library_search
+    from ..child import ChildFailed, run_json_forked
+    from ..cuda import nvml
+
     library_search.record(context.env, nvml.VARIABLE, context.recorder)
     from ..cuda import _nvml_ffi  # noqa: F401 - imported here, not in the fork
 
