@@ -6,10 +6,10 @@ import numpy as np
 from strata_core.host import q8
 
 #: (experts, tokens, k, rows, cols, kind): one token and 64, odd sizes, experts shared by
-#: tokens, every token on one expert, k = experts, and more pairs than a GPU workgroup gathers
-#: in one round (EXPERT_PAIRS, 1024)
+#: tokens, every token on one expert, k = experts, more rows than a GPU workgroup takes
+#: (EXPERT_ROWS, 64) and more pairs than it gathers in one round (EXPERT_PAIRS, 1024)
 CASES = [
-    (8, 1, 2, 40, 96, "router"),
+    (8, 1, 2, 70, 96, "router"),
     (8, 64, 2, 37, 160, "router"),
     (6, 64, 1, 33, 64, "one expert"),
     (5, 3, 5, 40, 32, "k = experts"),

@@ -17,7 +17,7 @@ from strata_core.host import q8, reference
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
-BLOCK, WARPS, TILE, EXPERT_ROWS = 256, 8, 16, 32
+BLOCK, WARPS, TILE, MATVEC_ROWS, EXPERT_ROWS = 256, 8, 16, 2, 64
 TOPK_CODES = {"wide": 2, "old": 3}
 
 CDEF = "\n".join(
@@ -60,7 +60,7 @@ def test_matvec_q8_0(emu, rows, cols):
     xq, xd = q8.quantize_vector(rng.standard_normal(cols, dtype=np.float32))
     y = np.full(rows, np.nan, dtype=np.float32)
     lib.emu_matvec_q8_0(
-        _blocks(rows, WARPS), _ptr(ffi, "int8_t[]", qs),
+        _blocks(rows, WARPS * MATVEC_ROWS), _ptr(ffi, "int8_t[]", qs),
         _ptr(ffi, "uint16_t[]", d.view(np.uint16)), _ptr(ffi, "int8_t[]", xq),
         _ptr(ffi, "float[]", xd), _ptr(ffi, "float[]", y), rows, cols,
     )  # fmt: skip

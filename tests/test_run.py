@@ -191,8 +191,10 @@ def test_the_expert_step_takes_the_routers_ids_and_reports_the_experts_it_read()
         lib, gemm, workload.wall_clock, inputs, kernels, TunedDispatch(None, "host BLAS")
     )
     ops = [call.report for call in inputs.calls[:8]]
-    assert ops == ["matvec_q8_0", "router_topk", "expert_matvec_q8_0", "topk",
-                   "matvec_q8_0", "router_topk_batch", "expert_matvec_q8_0_batch", "topk"]  # fmt: skip
+    assert ops == [
+        "matvec_q8_0", "router_topk", "expert_matvec_q8_0", "topk",
+        "matvec_q8_0", "router_topk_batch", "expert_matvec_q8_0_batch", "topk",
+    ]  # fmt: skip
     batch_ids = results[5][0][0]
     assert results[6][0].shape == (4, 6, 128)
     reports = workload.check(inputs, results, kernels, reference, gemm, "numpy", "the host")
@@ -214,7 +216,8 @@ def test_a_wrong_expert_result_stops_the_run(monkeypatch):
     results = workload.execute(
         lib, gemm, workload.wall_clock, inputs, kernels, TunedDispatch(None, "host BLAS")
     )
-    with pytest.raises(StrataError, match="expert_matvec_q8_0 gave a wrong result in decode step 1"):
+    wrong = "expert_matvec_q8_0 gave a wrong result in decode step 1"
+    with pytest.raises(StrataError, match=wrong):
         workload.check(inputs, results, kernels, reference, gemm, "numpy", "the host library")
 
 

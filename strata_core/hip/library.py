@@ -29,8 +29,10 @@ EXPERT_MAX_EXPERTS = kernel_abi.integer_const("STRATA_EXPERT_MAX_EXPERTS")
 BLOCK = 256
 WARPS_PER_BLOCK = BLOCK // 32
 TILE = 16
+#: rows of matvec_q8_0 a logical warp computes (MATVEC_ROWS of the source)
+MATVEC_ROWS = 2
 #: rows of one expert a workgroup of expert_matvec_q8_0 computes (EXPERT_ROWS of the source)
-EXPERT_ROWS = 32
+EXPERT_ROWS = 64
 #: cells a workgroup of the wide top-k's filter stage takes (TOPK_FILTER_CELLS of the source)
 TOPK_FILTER_CELLS = BLOCK * 32
 #: the read kernel's grid: enough blocks to fill any card, each thread several 16-byte words
@@ -273,7 +275,7 @@ class GpuKernels:
             "xq": np.ascontiguousarray(xq, np.int8),
             "xd": np.ascontiguousarray(xd, np.float32),
         }
-        self._run("matvec_q8_0", _blocks(rows, WARPS_PER_BLOCK), inputs, {"y": y},
+        self._run("matvec_q8_0", _blocks(rows, WARPS_PER_BLOCK * MATVEC_ROWS), inputs, {"y": y},
                   {"rows": rows, "cols": cols})  # fmt: skip
         return y
 

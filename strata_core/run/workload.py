@@ -265,7 +265,8 @@ def check(
     each call's time from the host, beside its GPU time in ``results``."""
     w = inputs.workload
     reports = {
-        name: KernelReport(name, *_choice(choices, op), unit) for name, (op, unit) in REPORTS.items()
+        name: KernelReport(name, *_choice(choices, op), unit)
+        for name, (op, unit) in REPORTS.items()
     }
     if len(results) != len(inputs.calls):
         raise StrataError(
@@ -287,8 +288,8 @@ def check(
             report.bytes_read = call.inputs[0].nbytes
             ids = got[0]  # checked: the reference's ids
         if call.op == "expert_matvec_q8_0":
-            distinct = len(np.unique(ids))
-            report.call_bytes.append(distinct * (inputs.expert_qs[0].nbytes + inputs.expert_d[0].nbytes))
+            expert_bytes = inputs.expert_qs[0].nbytes + inputs.expert_d[0].nbytes
+            report.call_bytes.append(len(np.unique(ids)) * expert_bytes)
             report.bytes_read = statistics.median(report.call_bytes)
             report.amount = report.bytes_read / GB
     for call, took in zip(inputs.calls, call_seconds, strict=False):
