@@ -26,6 +26,7 @@ from strata_core.hip.library import GpuKernels, start_check
 from strata_core.host import q8, reference
 from strata_core.host.library import HostLibrary
 from strata_core.manager import PluginManager
+from strata_core.run.workload import random_experts
 
 GB = 1e9
 #: what holds the queue before each timed call: the read kernel over 1 GiB for ours, a spin of
@@ -34,6 +35,15 @@ HOLD_BYTES = 1 << 30
 HOLD_CYCLES = 2_000_000
 #: a decode step's shapes (rows x cols) and the large ones
 MATVEC_SHAPES = ((4096, 4096), (14336, 4096), (4096, 14336), (16384, 32768), (151936, 4096))
+#: the large-moe profile's expert step: (experts, rows, cols, k) and the tokens of each step
+EXPERTS, EXPERT_ROWS, HIDDEN, EXPERT_K = 256, 2048, 7168, 8
+EXPERT_TOKENS = (1, 64)
+#: (tokens, experts) of the router, k 8, with vLLM's topk_softmax (TensorRT-LLM's kernel) on
+#: the H200 in microseconds, as issue 22 measured it (held events)
+ROUTER_SHAPES = {
+    (1, 128): 5.3, (512, 128): 5.4, (4096, 128): 9.2, (16384, 128): 23.5, (512, 256): 5.7,
+    (4096, 256): 10.7, (16384, 256): 28.7,
+}
 #: (queries, cells, k): the page's 256-query selection (AMD_HIP.md, History) and one query
 TOPK_SHAPES = (
     (256, 524_288, 256), (256, 524_288, 2048), (256, 98_304, 256), (256, 262_144, 256),
@@ -90,7 +100,9 @@ def topk_row(
     )
 
 
-def matvec_row(kernels: GpuKernels, host: HostLibrary, rng, rows: int, cols: int, read_gbs):
+def matvec_row(
+    kernels: GpuKernels, host: HostLibrary, rng, rows: int, cols: int, read_gbs, repeats: int
+):
     w = rng.standard_normal((rows, cols), dtype=np.float32)
     qs, d = q8.quantize_rows(w)
     del w
@@ -99,10 +111,58 @@ def matvec_row(kernels: GpuKernels, host: HostLibrary, rng, rows: int, cols: int
     want = host.matvec_q8_0(qs, d, xq, xd)
     assert np.allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max()), "matvec differs"
     gbs = (qs.nbytes + d.nbytes) / (ms / 1e3) / GB
+    weights = torch.from_numpy(qs).cuda().half()
+    x = torch.randn(cols, dtype=torch.half, device="cuda")
+    theirs = torch_ms(lambda: torch.mv(weights, x), repeats)
+    del weights
     return (
         f"matvec_q8_0 {rows}x{cols}",
         f"{ms:.3f} ms",
-        f"{gbs:,.0f} GB/s = {gbs / read_gbs:.0%} of read",
+        f"{gbs:,.0f} GB/s = {gbs / read_gbs:.0%} of read; torch FP16 mv {theirs:.3f} ms",
+    )
+
+
+def expert_rows(kernels: GpuKernels, host: HostLibrary, rng, read_gbs) -> list[tuple]:
+    """The expert step of large-moe for each of EXPERT_TOKENS, ids as a router gives them
+    (k distinct experts a token); GB/s over the distinct experts read."""
+    qs, d = random_experts(rng, EXPERTS, EXPERT_ROWS, HIDDEN)
+    expert_bytes = qs[0].nbytes + d[0].nbytes
+    rows = []
+    for tokens in EXPERT_TOKENS:
+        ids = np.stack([rng.permutation(EXPERTS)[:EXPERT_K] for _ in range(tokens)])
+        ids = ids.astype(np.int32)
+        xq, xd = q8.quantize_rows(rng.standard_normal((tokens, HIDDEN), dtype=np.float32))
+        xd = xd.astype(np.float32)
+        y, ms = ours_ms(kernels, lambda: kernels.expert_matvec_q8_0(qs, d, ids, xq, xd))
+        want = host.expert_matvec_q8_0(qs, d, ids, xq, xd)
+        assert np.allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max()), "experts differ"
+        distinct = len(np.unique(ids))
+        gbs = distinct * expert_bytes / (ms / 1e3) / GB
+        rows.append((
+            f"experts {tokens} tok x {EXPERT_K} of {EXPERTS}",
+            f"{ms:.3f} ms",
+            f"{distinct} experts read: {gbs:,.0f} GB/s = {gbs / read_gbs:.0%} of read",
+        ))  # fmt: skip
+    return rows
+
+
+def router_row(kernels: GpuKernels, rng, tokens: int, experts: int, vllm_us: float, repeats):
+    logits = rng.standard_normal((tokens, experts), dtype=np.float32)
+    (ids, weights), ms = ours_ms(kernels, lambda: kernels.router_topk(logits, 8, "fast"))
+    want_ids, want_weights = reference.router_topk(logits, 8)
+    assert np.array_equal(ids, want_ids) and np.allclose(weights, want_weights, rtol=1e-5)
+    on_card = torch.from_numpy(logits).cuda()
+
+    def torch_router():
+        values, chosen = torch.topk(on_card, 8, dim=1)
+        return torch.softmax(values, dim=1), chosen
+
+    theirs = torch_ms(torch_router, repeats)
+    return (
+        f"router_topk {tokens}x{experts} k=8",
+        f"{ms * 1e3:.1f} us",
+        f"torch.topk+softmax {theirs * 1e3:.1f} us: {theirs / ms:.2f}x; "
+        f"vLLM topk_softmax {vllm_us:.1f} us: {vllm_us / (ms * 1e3):.2f}x",
     )
 
 
@@ -126,7 +186,8 @@ def main() -> None:
     rows.append(("read kernel 4 GiB", "", f"{read_gbs:,.0f} GB/s"))
 
     for rows_, cols in MATVEC_SHAPES:
-        rows.append(matvec_row(kernels, host, rng, rows_, cols, read_gbs))
+        rows.append(matvec_row(kernels, host, rng, rows_, cols, read_gbs, repeats))
+    rows += expert_rows(kernels, host, rng, read_gbs)
 
     for queries, n, k in TOPK_SHAPES:
         shape = (queries, n) if queries > 1 else (n,)
@@ -134,19 +195,8 @@ def main() -> None:
         rows.append(topk_row(kernels, host, scores, k, repeats, read_gbs))
         del scores
 
-    logits = rng.standard_normal((512, 128), dtype=np.float32)
-    (ids, weights), ms = ours_ms(kernels, lambda: kernels.router_topk(logits, 8, "fast"))
-    want_ids, want_weights = reference.router_topk(logits, 8)
-    assert np.array_equal(ids, want_ids) and np.allclose(weights, want_weights, rtol=1e-5)
-    on_card = torch.from_numpy(logits).cuda()
-
-    def torch_router():
-        values, chosen = torch.topk(on_card, 8, dim=1)
-        return torch.softmax(values, dim=1), chosen
-
-    theirs = torch_ms(torch_router, repeats)
-    rows.append(("router_topk 512x128 k=8", f"{ms * 1e3:.1f} us",
-                 f"torch.topk+softmax {theirs * 1e3:.1f} us: {theirs / ms:.2f}x"))  # fmt: skip
+    for (tokens, experts), vllm_us in ROUTER_SHAPES.items():
+        rows.append(router_row(kernels, rng, tokens, experts, vllm_us, repeats))
     floor_us = 16 / (kernels.read_bandwidth(16, repeats) * GB) * 1e6
     rows.append(("one launch (read kernel, 16 B)", f"{floor_us:.1f} us", "the floor of any call"))
     kernels.close()

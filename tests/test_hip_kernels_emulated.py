@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import cffi
+import expert_cases
 import numpy as np
 import pytest
 
@@ -16,7 +17,7 @@ from strata_core.host import q8, reference
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
-BLOCK, WARPS, TILE, MATVEC_ROWS = 256, 8, 16, 2
+BLOCK, WARPS, TILE, MATVEC_ROWS, EXPERT_ROWS = 256, 8, 16, 2, 64
 TOPK_CODES = {"wide": 2, "old": 3}
 
 CDEF = "\n".join(
@@ -64,6 +65,23 @@ def test_matvec_q8_0(emu, rows, cols):
         _ptr(ffi, "float[]", xd), _ptr(ffi, "float[]", y), rows, cols,
     )  # fmt: skip
     want = reference.matvec_q8_0(qs, d, xq, xd)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+@pytest.mark.parametrize(("experts", "tokens", "k", "rows", "cols", "kind"), expert_cases.CASES)
+def test_expert_matvec_q8_0(emu, experts, tokens, k, rows, cols, kind):
+    """Every pair's output written (from NaN) and equal to the reference; workgroups past the
+    distinct experts write nothing."""
+    ffi, lib = emu
+    qs, d, ids, xq, xd = expert_cases.make(experts, tokens, k, rows, cols, kind)
+    y = np.full((tokens, k, rows), np.nan, dtype=np.float32)
+    lib.emu_expert_matvec_q8_0(
+        min(experts, tokens * k) * _blocks(rows, EXPERT_ROWS), _ptr(ffi, "int8_t[]", qs),
+        _ptr(ffi, "uint16_t[]", d.view(np.uint16)), _ptr(ffi, "int32_t[]", ids),
+        _ptr(ffi, "int8_t[]", xq), _ptr(ffi, "float[]", xd), _ptr(ffi, "float[]", y),
+        experts, tokens, k, rows, cols,
+    )  # fmt: skip
+    want = reference.expert_matvec_q8_0(qs, d, ids, xq, xd)
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 

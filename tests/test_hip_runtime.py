@@ -222,11 +222,14 @@ def test_run_on_a_card_runs_every_operation_and_variant_the_plan_chooses(
     assert (answer["backend"], answer["target"]) == ("hip", arch)
     kernels = answer["kernels"]
     assert set(kernels) == {
-        "matvec_q8_0", "router_topk", "router_topk_prompt", "topk", "topk_prompt", "prompt_gemm"
+        "matvec_q8_0", "router_topk", "router_topk_prompt", "topk", "topk_prompt", "prompt_gemm",
+        "expert_matvec_q8_0", "expert_matvec_q8_0_batch", "router_topk_batch",
     }  # fmt: skip
     assert all(k["checked"] == k["calls"] > 0 for k in kernels.values())
     want = chosen | {"router_topk": router, "router_topk_prompt": router, "topk": "wide",
-                     "topk_prompt": "wide"}  # fmt: skip
+                     "topk_prompt": "wide", "router_topk_batch": router,
+                     "expert_matvec_q8_0": chosen["matvec_q8_0"],
+                     "expert_matvec_q8_0_batch": chosen["matvec_q8_0"]}  # fmt: skip
     assert {name: k["variant"] for name, k in kernels.items()} == want
     assert answer["gemm_library"] == {
         "library": library, "path": emulating_stand_in, "version": version

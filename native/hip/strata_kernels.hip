@@ -78,7 +78,7 @@ typedef float float8 __attribute__((ext_vector_type(8)));
 // operations (the kernels below).
 EXPORTED_DATA int strata_abi_version = STRATA_KERNEL_ABI_VERSION;
 EXPORTED_DATA char strata_operations[] =
-    "matvec_q8_0,router_topk,topk,prompt_gemm,read_bytes";
+    "matvec_q8_0,expert_matvec_q8_0,router_topk,topk,prompt_gemm,read_bytes";
 
 DEVICE unsigned warp_lane() { return thread_id() % WARP; }
 
@@ -126,44 +126,206 @@ DEVICE bool ranks_before(unsigned key, int id, unsigned other_key, int other_id)
 }
 
 // ---------------------------------------------------------------------------------------
-// matvec_q8_0: one logical warp per MATVEC_ROWS rows, so that each activation load serves
-// both; lane l takes Q8_0 blocks l, l + 32, ... (two 16-byte loads a block and row).
+// matvec_q8_0: one logical warp MATVEC_ROWS rows; lane l takes Q8_0 blocks l, l + 32, ... (two
+// 16-byte loads a block and row), MATVEC_UNROLL blocks of every row loaded before any is used,
+// so that a lane has that many reads in flight and each activation load serves every row. On
+// an H200 (bench/gpu_kernels.py) 2 rows x 2 blocks beat 1 x 2, 1 x 4, 2 x 4 and 4 x 1: equal
+// on a decode step's shapes (those are bound by the launch: 3.6 us of a 9 us call at
+// 4096 x 4096), 92% of read against 75-85% at 16384 x 32768.
 
 #define MATVEC_ROWS 2
+#define MATVEC_UNROLL 2
+// The expert step's rows: 4 blocks in flight (1 token: 69% of read against 57% with 2).
+#define EXPERT_UNROLL 4
 typedef int int4v __attribute__((ext_vector_type(4)));
 
 DEVICE int dot16(int4v w, int4v a, int acc) {
   return dot4(w.w, a.w, dot4(w.z, a.z, dot4(w.y, a.y, dot4(w.x, a.x, acc))));
 }
 
-DEVICE float q8_scale(const _Float16 *d, const float *xd, int64_t b) {
-  return (float)d[b] * xd[b];
+// The dot products of one weight row with the activations of count (1..TOKENS) tokens
+// (token t's at xq + tokens[t] * cols, xd + tokens[t] * cols / 32), summed over the warp:
+// every lane returns them in sums. The row's weights are read once for all of them.
+template <int TOKENS>
+DEVICE void q8_row_dots(const int8_t *qs_row, const _Float16 *d_row, const int8_t *xq,
+                        const float *xd, const int *tokens, int count, int64_t cols,
+                        float *sums) {
+  int64_t blocks = cols / STRATA_Q8_BLOCK;
+  const int4v *w = (const int4v *)qs_row;
+  float acc[TOKENS];
+#pragma unroll
+  for (int t = 0; t < TOKENS; ++t) acc[t] = 0.0f;
+  for (int64_t base = warp_lane(); base < blocks; base += WARP * EXPERT_UNROLL) {
+    int4v low[EXPERT_UNROLL], high[EXPERT_UNROLL];
+    float scale[EXPERT_UNROLL];
+#pragma unroll
+    for (int u = 0; u < EXPERT_UNROLL; ++u) {
+      int64_t b = base + (int64_t)WARP * u;
+      bool in = b < blocks;
+      low[u] = in ? w[2 * b] : (int4v)0;
+      high[u] = in ? w[2 * b + 1] : (int4v)0;
+      scale[u] = in ? (float)d_row[b] : 0.0f;
+    }
+#pragma unroll
+    for (int t = 0; t < TOKENS; ++t) {
+      if (t >= count) break;
+      const int4v *a = (const int4v *)(xq + (int64_t)tokens[t] * cols);
+      const float *a_scale = xd + (int64_t)tokens[t] * blocks;
+#pragma unroll
+      for (int u = 0; u < EXPERT_UNROLL; ++u) {
+        int64_t b = base + (int64_t)WARP * u;
+        if (b < blocks)
+          acc[t] += scale[u] * a_scale[b] * (float)dot16(high[u], a[2 * b + 1],
+                                                         dot16(low[u], a[2 * b], 0));
+      }
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < TOKENS; ++t) {
+    if (t >= count) break;
+    for (int mask = WARP / 2; mask > 0; mask /= 2) acc[t] += warp_xor(acc[t], mask);
+    sums[t] = acc[t];
+  }
+}
+
+// Rows first .. first + ROWS - 1 (the last row again past the end) with one activation vector,
+// each activation load serving them all; every lane returns the sums.
+template <int ROWS>
+DEVICE void q8_rows_dot(const int8_t *qs, const _Float16 *d, const int8_t *xq, const float *xd,
+                        int64_t first, int64_t rows, int64_t cols, float *sums) {
+  int64_t blocks = cols / STRATA_Q8_BLOCK;
+  const int4v *w[ROWS];
+  const _Float16 *scales[ROWS];
+  float acc[ROWS];
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r) {
+    int64_t row = first + r < rows ? first + r : rows - 1;
+    w[r] = (const int4v *)(qs + row * cols);
+    scales[r] = d + row * blocks;
+    acc[r] = 0.0f;
+  }
+  const int4v *a = (const int4v *)xq;
+  for (int64_t base = warp_lane(); base < blocks; base += WARP * MATVEC_UNROLL) {
+    int4v low[ROWS][MATVEC_UNROLL], high[ROWS][MATVEC_UNROLL];
+    float scale[ROWS][MATVEC_UNROLL];
+#pragma unroll
+    for (int u = 0; u < MATVEC_UNROLL; ++u) {
+      int64_t b = base + (int64_t)WARP * u;
+      bool in = b < blocks;
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r) {
+        low[r][u] = in ? w[r][2 * b] : (int4v)0;
+        high[r][u] = in ? w[r][2 * b + 1] : (int4v)0;
+        scale[r][u] = in ? (float)scales[r][b] : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < MATVEC_UNROLL; ++u) {
+      int64_t b = base + (int64_t)WARP * u;
+      if (b >= blocks) break;
+      int4v a0 = a[2 * b], a1 = a[2 * b + 1];
+      float a_scale = xd[b];
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r)
+        acc[r] += scale[r][u] * a_scale * (float)dot16(high[r][u], a1, dot16(low[r][u], a0, 0));
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r) {
+    for (int mask = WARP / 2; mask > 0; mask /= 2) acc[r] += warp_xor(acc[r], mask);
+    sums[r] = acc[r];
+  }
 }
 
 KERNEL void strata_matvec_q8_0(const int8_t *qs, const _Float16 *d, const int8_t *xq,
                                const float *xd, float *y, int64_t rows, int64_t cols) {
   int64_t first = ((int64_t)block_id() * WARPS_PER_BLOCK + thread_id() / WARP) * MATVEC_ROWS;
   if (first >= rows) return;
-  int64_t second = first + 1 < rows ? first + 1 : first;  // an odd last row is done twice
-  int64_t blocks = cols / STRATA_Q8_BLOCK;
-  const int4v *w0 = (const int4v *)(qs + first * cols);
-  const int4v *w1 = (const int4v *)(qs + second * cols);
-  const int4v *activations = (const int4v *)xq;
-  float sum0 = 0.0f, sum1 = 0.0f;
-  for (int64_t b = warp_lane(); b < blocks; b += WARP) {
-    int4v a0 = activations[2 * b], a1 = activations[2 * b + 1];
-    int dot0 = dot16(w0[2 * b + 1], a1, dot16(w0[2 * b], a0, 0));
-    int dot1 = dot16(w1[2 * b + 1], a1, dot16(w1[2 * b], a0, 0));
-    sum0 += q8_scale(d + first * blocks, xd, b) * (float)dot0;
-    sum1 += q8_scale(d + second * blocks, xd, b) * (float)dot1;
+  float sums[MATVEC_ROWS];
+  q8_rows_dot<MATVEC_ROWS>(qs, d, xq, xd, first, rows, cols, sums);
+  if (warp_lane() == 0)
+    for (int r = 0; r < MATVEC_ROWS && first + r < rows; ++r) y[first + r] = sums[r];
+}
+
+// ---------------------------------------------------------------------------------------
+// expert_matvec_q8_0, the MoE expert step: for each (token, slot) pair p = token * k + slot,
+// y[p][rows] = expert ids[p]'s rows . token's activations. Workgroup g * chunks + c takes rows
+// c * EXPERT_ROWS .. of the g-th distinct expert the ids name (in expert order: each workgroup
+// finds it from a bitmap of the named experts), gathers the pairs that chose it and reads each
+// of its rows once for up to EXPERT_TOKENS of them at a time; workgroups past the distinct
+// count end at once. Pairs are gathered EXPERT_PAIRS at a time (a round each).
+
+#define EXPERT_ROWS 64
+#define EXPERT_TOKENS 2
+#define EXPERT_PAIRS (4 * STRATA_BLOCK)
+
+SHARED unsigned expert_named[STRATA_EXPERT_MAX_EXPERTS / 32];
+SHARED int expert_pairs[EXPERT_PAIRS];
+SHARED unsigned expert_pair_count;
+SHARED int expert_chosen;
+
+KERNEL void strata_expert_matvec_q8_0(const int8_t *qs, const _Float16 *d, const int32_t *ids,
+                                      const int8_t *xq, const float *xd, float *y,
+                                      int64_t experts, int64_t tokens, int k, int64_t rows,
+                                      int64_t cols) {
+  int64_t chunks = (rows + EXPERT_ROWS - 1) / EXPERT_ROWS;
+  int64_t group = block_id() / chunks;
+  int64_t first_row = (int64_t)(block_id() % chunks) * EXPERT_ROWS;
+  int64_t pairs = tokens * k, blocks = cols / STRATA_Q8_BLOCK;
+  int64_t words = (experts + 31) / 32;
+  for (int64_t i = thread_id(); i < words; i += STRATA_BLOCK) expert_named[i] = 0;
+  sync_block();
+  for (int64_t p = thread_id(); p < pairs; p += STRATA_BLOCK) {
+    unsigned id = (unsigned)ids[p];
+    if (id < (uint64_t)experts)
+      __atomic_fetch_or(&expert_named[id / 32], 1u << (id % 32), __ATOMIC_RELAXED);
   }
-  for (int mask = WARP / 2; mask > 0; mask /= 2) {
-    sum0 += warp_xor(sum0, mask);
-    sum1 += warp_xor(sum1, mask);
+  sync_block();
+  if (thread_id() == 0) {
+    int chosen = -1;
+    int64_t seen = 0;
+    for (int64_t i = 0; i < words && chosen < 0; ++i) {
+      unsigned bits = expert_named[i];
+      int named = __builtin_popcount(bits);
+      if (group < seen + named) {
+        for (int64_t skip = group - seen; skip > 0; --skip) bits &= bits - 1;
+        chosen = (int)(i * 32 + __builtin_ctz(bits));
+      }
+      seen += named;
+    }
+    expert_chosen = chosen;
   }
-  if (warp_lane() == 0) {
-    y[first] = sum0;
-    y[second] = sum1;
+  sync_block();
+  int expert = expert_chosen;
+  if (expert < 0) return;
+  const int8_t *expert_qs = qs + (int64_t)expert * rows * cols;
+  const _Float16 *expert_d = d + (int64_t)expert * rows * blocks;
+  int64_t last_row = first_row + EXPERT_ROWS < rows ? first_row + EXPERT_ROWS : rows;
+  for (int64_t from = 0; from < pairs; from += EXPERT_PAIRS) {
+    if (thread_id() == 0) expert_pair_count = 0;
+    sync_block();
+    int64_t to = from + EXPERT_PAIRS < pairs ? from + EXPERT_PAIRS : pairs;
+    for (int64_t p = from + thread_id(); p < to; p += STRATA_BLOCK)
+      if (ids[p] == expert)
+        expert_pairs[__atomic_fetch_add(&expert_pair_count, 1u, __ATOMIC_RELAXED)] = (int)p;
+    sync_block();
+    int count = (int)expert_pair_count;
+    for (int64_t row = first_row + thread_id() / WARP; row < last_row; row += WARPS_PER_BLOCK) {
+      for (int first = 0; first < count; first += EXPERT_TOKENS) {
+        int taken = count - first < EXPERT_TOKENS ? count - first : EXPERT_TOKENS;
+        int token[EXPERT_TOKENS];
+        float sums[EXPERT_TOKENS];
+#pragma unroll
+        for (int t = 0; t < EXPERT_TOKENS; ++t)
+          token[t] = expert_pairs[first + (t < taken ? t : 0)] / k;
+        q8_row_dots<EXPERT_TOKENS>(expert_qs + row * cols, expert_d + row * blocks, xq, xd,
+                                   token, taken, cols, sums);
+        if (warp_lane() == 0)
+          for (int t = 0; t < taken; ++t)
+            y[(int64_t)expert_pairs[first + t] * rows + row] = sums[t];
+      }
+    }
+    sync_block();
   }
 }
 

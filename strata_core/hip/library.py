@@ -17,19 +17,22 @@ from .. import archdb
 from ..errors import StrataError
 from ..gpu_runtime import Card, GpuRuntime
 from ..host._host_ffi import ffi as kernel_abi
-from ..host.q8 import check_matvec_shapes
+from ..host.q8 import check_expert_shapes, check_matvec_shapes
 from ..records import KernelLibrary
 from . import abi, code_object
 
 ABI_VERSION = kernel_abi.integer_const("STRATA_KERNEL_ABI_VERSION")
 ROUTER_MAX_K = kernel_abi.integer_const("STRATA_ROUTER_MAX_K")
 TOPK_MAX_K = kernel_abi.integer_const("STRATA_TOPK_MAX_K")
+EXPERT_MAX_EXPERTS = kernel_abi.integer_const("STRATA_EXPERT_MAX_EXPERTS")
 #: STRATA_BLOCK and the logical warp of native/hip/strata_kernels.hip
 BLOCK = 256
 WARPS_PER_BLOCK = BLOCK // 32
 TILE = 16
 #: rows of matvec_q8_0 a logical warp computes (MATVEC_ROWS of the source)
 MATVEC_ROWS = 2
+#: rows of one expert a workgroup of expert_matvec_q8_0 computes (EXPERT_ROWS of the source)
+EXPERT_ROWS = 64
 #: cells a workgroup of the wide top-k's filter stage takes (TOPK_FILTER_CELLS of the source)
 TOPK_FILTER_CELLS = BLOCK * 32
 #: the read kernel's grid: enough blocks to fill any card, each thread several 16-byte words
@@ -274,6 +277,31 @@ class GpuKernels:
         }
         self._run("matvec_q8_0", _blocks(rows, WARPS_PER_BLOCK * MATVEC_ROWS), inputs, {"y": y},
                   {"rows": rows, "cols": cols})  # fmt: skip
+        return y
+
+    def expert_matvec_q8_0(self, qs, d, ids, xq, xd) -> np.ndarray:
+        """The MoE expert step (tokens x k x rows): a workgroup set for each distinct expert
+        the ids name, as many as there could be (experts, or tokens x k if fewer)."""
+        check_expert_shapes(qs, d, ids, xq, xd)
+        experts, rows, cols = qs.shape
+        tokens, k = ids.shape
+        if experts > EXPERT_MAX_EXPERTS:
+            raise StrataError(
+                f"expert_matvec_q8_0: {experts} experts; the GPU kernel takes at most "
+                f"{EXPERT_MAX_EXPERTS}"
+            )
+        y = np.empty((tokens, k, rows), dtype=np.float32)
+        inputs = {
+            "qs": np.ascontiguousarray(qs, np.int8),
+            "d": np.ascontiguousarray(d, np.float16),
+            "ids": np.ascontiguousarray(ids, np.int32),
+            "xq": np.ascontiguousarray(xq, np.int8),
+            "xd": np.ascontiguousarray(xd, np.float32),
+        }
+        grid = max(1, min(experts, tokens * k)) * _blocks(rows, EXPERT_ROWS)
+        self._run("expert_matvec_q8_0", grid, inputs, {"y": y},
+                  {"experts": experts, "tokens": tokens, "k": k, "rows": rows,
+                   "cols": cols})  # fmt: skip
         return y
 
     def router_topk(self, logits, k: int, variant: str):

@@ -262,6 +262,9 @@ class HostReference:
     def matvec_q8_0(self, qs, d, xq, xd) -> np.ndarray:
         return self.lib.matvec_q8_0(qs, d, xq, xd)
 
+    def expert_matvec_q8_0(self, qs, d, ids, xq, xd) -> np.ndarray:
+        return self.lib.expert_matvec_q8_0(qs, d, ids, xq, xd)
+
     def router_topk(self, logits, k: int):
         return self.lib.router_topk(logits, k, self.choices["router_topk"].variant)
 
