@@ -11,7 +11,6 @@ import cffi
 import numpy as np
 import pytest
 
-from strata_core.hip import library
 from strata_core.hip.library import TOPK_WORDS, topk_launches, topk_scratch_bytes
 from strata_core.host import q8, reference
 
@@ -221,19 +220,3 @@ def test_read_bytes_reads_every_word(emu, grid):
     sink[0] = 0
     lib.emu_read_bytes(grid, _ptr(ffi, "uint32_t[]", buffer), words, _ptr(ffi, "uint32_t[]", sink))
     assert sink[0] == 0
-
-
-@pytest.mark.parametrize(
-    ("queries", "n", "k", "kind"),
-    [(1, 300000, 2048, "ties"), (3, 70000, 64, "nan"), (2, 50001, 256, "normal")],
-)
-def test_wide_topk_spans_of_chunks(emu, monkeypatch, queries, n, k, kind):
-    """With few rows' chunks a workgroup, the wide kernel's workgroups take spans of up to 8
-    chunks (the last one short, its LDS flushed when it would overflow): the same ids."""
-    monkeypatch.setattr(library, "TOPK_WORKGROUPS", 1)
-    assert topk_launches(queries, n, "wide")[1][1] < queries * -(-n // library.TOPK_CHUNK_CELLS)
-    ffi, lib = emu
-    scores = _scores(np.random.default_rng(n), queries, n, kind)
-    ids, values, scratch = _topk(ffi, lib, scores, k, "wide")
-    _assert_reference(scores, ids, values, k)
-    assert ((_counts(scratch, queries) >= k) & (_counts(scratch, queries) <= 16 * k + 4096)).all()

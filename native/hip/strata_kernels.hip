@@ -327,19 +327,17 @@ KERNEL void strata_router_topk(const float *logits, int64_t tokens, int64_t expe
 // workgroup a row; it reads the row once a pass. The register and the wide kernel read the
 // scores once, in two launches over all rows:
 // - stage 0, a workgroup a row, holds a sample of the row in registers (TOPK_PIECES pieces of a
-//   workgroup's width, spread over it) and finds in it, a bit at a time to 16 bits, a key that
-//   about 4k cells of the row (and at least 16 of the sample) should reach; a row too short to
-//   sample is selected whole there, as the reference does;
-// - stage 1, the launch's workgroups split evenly over the rows, each taking a span of a row's
-//   chunks (TOPK_CELLS cells a thread, 16-byte loads where the row allows): it holds a chunk
-//   in registers, gathers the cells at or above the key in LDS at the places one scan over the
-//   workgroup gives them, and moves them to the row's candidates with one global atomic when
-//   LDS would overflow and at the end of its span; the workgroup that finishes a row's last
-//   span selects among the row's candidates, or over the row itself where the key left fewer
-//   than k or more than the scratch holds. The register kernel runs a workgroup a chunk, the
-//   wide kernel spans of several chunks where the rows are long (launch code's choice).
+//   workgroup's width, spread over it) and selects from it, to 16 bits, a key that about 4k
+//   cells of the row (and at least 16 of the sample) should reach; a row too short to sample
+//   is selected whole there, as the reference does;
+// - stage 1, a workgroup a chunk of a row (TOPK_CELLS_PER_THREAD cells a thread: the register
+//   kernel's chunks are half the wide kernel's), holds the chunk in registers (16-byte loads
+//   where the row allows) and appends its cells at or above the key to the row's candidates,
+//   each at the place one scan over the workgroup and one global atomic give it; the workgroup
+//   that finishes a row last selects among the row's candidates, or over the row itself where
+//   the key left fewer than k or more than the scratch holds.
 // scratch holds, per row, TOPK_WORDS words (the key, the candidate count or TOPK_REFERENCE, the
-// spans done), after all rows' words the candidates, TOPK_CANDIDATES(k) items a row.
+// chunks done), after all rows' words the candidates, TOPK_CANDIDATES(k) items a row.
 
 typedef unsigned long long topk_item;
 
@@ -347,16 +345,16 @@ typedef unsigned long long topk_item;
 #define TOPK_BINS_PER_LANE (TOPK_BINS / WARP)
 #define TOPK_PIECES 16
 #define TOPK_LOADS 8
-#define TOPK_SAMPLE_LOW_BITS 16
+#define TOPK_SAMPLE_LAST_BIT 48
 #define TOPK_REFERENCE 0xffffffffu
 #define TOPK_WORDS 4
 #define TOPK_CANDIDATES(k) (16 * (int64_t)(k) + 4096)
-#define TOPK_CELLS 16
+#define TOPK_CELLS_PER_THREAD(variant) ((variant) == STRATA_TOPK_REGISTER ? 16 : 32)
 
 SHARED unsigned topk_histogram[TOPK_BINS];
 SHARED topk_item topk_prefix, topk_mask;
 SHARED unsigned topk_needed, topk_done, topk_count, topk_base, topk_last;
-SHARED unsigned topk_warp_counts[2][WARPS_PER_BLOCK];
+SHARED unsigned topk_warp_counts[WARPS_PER_BLOCK];
 SHARED topk_item topk_picks[STRATA_TOPK_MAX_K];
 
 DEVICE topk_item topk_item_of(float score, int64_t id) {
@@ -513,25 +511,8 @@ DEVICE void topk_finish(const float *row, int64_t n, int k, unsigned count, int6
   topk_write(items, n, k, row, ids, values);
 }
 
-// The sum over the workgroup of each thread's value, the same in every thread; one barrier.
-// Calls alternate between two slots, so that a call's writes never meet the last call's reads.
-DEVICE unsigned block_sum(unsigned value, unsigned &below, unsigned &slot) {
-  unsigned warp_total, warp = thread_id() / WARP, total = 0;
-  below = warp_sum_below(value, warp_total);
-  if (warp_lane() == 0) topk_warp_counts[slot][warp] = warp_total;
-  sync_block();
-  for (unsigned w = 0; w < WARPS_PER_BLOCK; ++w) {
-    unsigned count = topk_warp_counts[slot][w];
-    below += w < warp ? count : 0;
-    total += count;
-  }
-  slot ^= 1;
-  return total;
-}
-
 // Stage 0: the row's key into words[0], its count and chunks done zeroed; false, with
-// TOPK_REFERENCE as the count, for a row too short to sample. The key is found a bit at a
-// time, highest first: the largest with 16 low bits clear that `rank` keys of the sample reach.
+// TOPK_REFERENCE as the count, for a row too short to sample.
 DEVICE bool topk_sample(const float *row, int64_t n, int k, unsigned *words) {
   unsigned t = thread_id();
   int64_t pieces = n / (16 * STRATA_BLOCK);
@@ -544,54 +525,43 @@ DEVICE bool topk_sample(const float *row, int64_t n, int k, unsigned *words) {
     return false;
   }
   int64_t spacing = n / pieces;
-  unsigned keys[TOPK_PIECES], key = 0, slot = 0, below;
+  unsigned keys[TOPK_PIECES];
 #pragma unroll
   for (int p = 0; p < TOPK_PIECES; ++p) keys[p] = p < pieces ? order_key(row[p * spacing + t]) : 0;
-  for (unsigned bit = 1u << 31; bit >= 1u << TOPK_SAMPLE_LOW_BITS; bit >>= 1) {
-    unsigned reach = 0;
+  topk_radix((int)rank, TOPK_SAMPLE_LAST_BIT, [&](topk_item prefix, topk_item mask, int shift) {
 #pragma unroll
-    for (int p = 0; p < TOPK_PIECES; ++p) reach += p < pieces && keys[p] >= (key | bit);
-    if (block_sum(reach, below, slot) >= rank) key |= bit;
-  }
+    for (int p = 0; p < TOPK_PIECES; ++p)
+      if (p < pieces) topk_histogram_add((topk_item)keys[p] << 32, prefix, mask, shift);
+  });
   if (t == 0) {
-    words[0] = key;
+    words[0] = (unsigned)(topk_prefix >> 32);
     words[1] = words[2] = 0;
   }
   return true;
 }
 
-// Stage 1: the cells of chunks [first, end) of the row at or above its key into the row's
-// candidates (a count past capacity stands for more than the scratch holds); true in the
-// workgroup that finished the row's last span, which then sees every chunk's candidates.
-// The cells that pass gather in LDS (topk_picks) and go to the candidates with one global
-// atomic when it would overflow and at the end.
+// Stage 1: the chunk's cells at or above the row's key into its candidates (a count past
+// capacity stands for more than the scratch holds); true in the workgroup that finished the
+// row's last chunk, which then sees every chunk's candidates.
 typedef float float4v __attribute__((ext_vector_type(4)));
 
-template <int PER_THREAD> struct TopkChunk {
-  const float *row;
-  int64_t n;
-  bool aligned;
-};
-
-// Cell j of the thread in the chunk from `from`: four consecutive cells a 16-byte load (wide: a
-// whole chunk of an aligned row), or one a load; -1 past the row.
 template <int PER_THREAD>
-DEVICE int64_t topk_cell(const TopkChunk<PER_THREAD> &chunk, int64_t from, int j) {
-  bool whole = from + PER_THREAD * STRATA_BLOCK <= chunk.n;
-  unsigned t = thread_id();
-  int64_t i = whole && chunk.aligned ? from + 4 * (t + (int64_t)STRATA_BLOCK * (j / 4)) + j % 4
-                                     : from + t + (int64_t)STRATA_BLOCK * j;
-  return i < chunk.n ? i : -1;
-}
-
-template <int PER_THREAD>
-DEVICE void topk_load(const TopkChunk<PER_THREAD> &chunk, float (&cells)[PER_THREAD],
-                      int64_t from) {
-  if (from + PER_THREAD * STRATA_BLOCK <= chunk.n && chunk.aligned) {
-    const float4v *quads = (const float4v *)(chunk.row + from);
+DEVICE bool topk_filter(const float *row, int64_t from, int64_t n, bool aligned,
+                        unsigned *words, int64_t chunks, topk_item *candidates,
+                        int64_t capacity) {
+  float cells[PER_THREAD];
+  unsigned t = thread_id(), key = words[0];
+  bool whole = from + PER_THREAD * STRATA_BLOCK <= n, wide = whole && aligned;
+  // Cell j of the thread: four consecutive cells a 16-byte load (wide), or one a load.
+  auto cell = [&](int j) {
+    return wide ? from + 4 * (t + (int64_t)STRATA_BLOCK * (j / 4)) + j % 4
+                : from + t + (int64_t)STRATA_BLOCK * j;
+  };
+  if (wide) {
+    const float4v *quads = (const float4v *)(row + from);
 #pragma unroll
     for (int j = 0; j < PER_THREAD; j += 4) {
-      float4v four = quads[thread_id() + STRATA_BLOCK * (j / 4)];
+      float4v four = quads[t + STRATA_BLOCK * (j / 4)];
       cells[j] = four.x;
       cells[j + 1] = four.y;
       cells[j + 2] = four.z;
@@ -599,62 +569,34 @@ DEVICE void topk_load(const TopkChunk<PER_THREAD> &chunk, float (&cells)[PER_THR
     }
   } else {
 #pragma unroll
-    for (int j = 0; j < PER_THREAD; ++j) {
-      int64_t i = topk_cell(chunk, from, j);
-      cells[j] = i >= 0 ? chunk.row[i] : 0.0f;
+    for (int j = 0; j < PER_THREAD; ++j) cells[j] = whole || cell(j) < n ? row[cell(j)] : 0.0f;
+  }
+  unsigned passing = 0;
+#pragma unroll
+  for (int j = 0; j < PER_THREAD; ++j)
+    passing += (whole || cell(j) < n) && order_key(cells[j]) >= key;
+  unsigned warp_total, at = warp_sum_below(passing, warp_total), warp = t / WARP;
+  if (warp_lane() == 0) topk_warp_counts[warp] = warp_total;
+  sync_block();
+  unsigned total = 0;
+  for (unsigned w = 0; w < WARPS_PER_BLOCK; ++w) {
+    unsigned count = topk_warp_counts[w];
+    at += w < warp ? count : 0;
+    total += count;
+  }
+  if (t == 0) topk_base = total ? __atomic_fetch_add(&words[1], total, __ATOMIC_RELAXED) : 0;
+  sync_block();
+  at += topk_base;
+#pragma unroll
+  for (int j = 0; j < PER_THREAD; ++j) {
+    if ((whole || cell(j) < n) && order_key(cells[j]) >= key) {
+      if (at < capacity) candidates[at] = topk_item_of(cells[j], cell(j));
+      ++at;
     }
   }
-}
-
-// The staged picks into the row's candidates; every thread calls it with the same `staged`.
-DEVICE void topk_flush(unsigned staged, unsigned *count, topk_item *candidates,
-                       int64_t capacity) {
-  unsigned t = thread_id();
-  if (t == 0) topk_base = __atomic_fetch_add(count, staged, __ATOMIC_RELAXED);
-  sync_block();
-  int64_t base = topk_base;
-  for (unsigned i = t; i < staged; i += STRATA_BLOCK)
-    if (base + i < capacity) candidates[base + i] = topk_picks[i];
-  sync_block();
-}
-
-template <int PER_THREAD>
-DEVICE bool topk_filter(const TopkChunk<PER_THREAD> &chunk, int64_t first, int64_t end,
-                        int64_t spans, unsigned *words, topk_item *candidates,
-                        int64_t capacity) {
-  const int64_t cells_per_chunk = PER_THREAD * STRATA_BLOCK;
-  unsigned t = thread_id(), key = words[0], staged = 0, slot = 0, at;
-#pragma nounroll
-  for (int64_t c = first; c < end; ++c) {
-    float cells[PER_THREAD];
-    unsigned passing = 0;
-    int64_t from = c * cells_per_chunk;
-    bool whole = from + cells_per_chunk <= chunk.n;
-    topk_load(chunk, cells, from);
-#pragma unroll
-    for (int j = 0; j < PER_THREAD; ++j)
-      passing += (whole || topk_cell(chunk, from, j) >= 0) && order_key(cells[j]) >= key;
-    unsigned total = block_sum(passing, at, slot);
-    if (total > STRATA_TOPK_MAX_K) {  // more than LDS holds: more than the scratch holds
-      if (t == 0) __atomic_fetch_add(&words[1], (unsigned)capacity + 1, __ATOMIC_RELAXED);
-      continue;
-    }
-    if (staged + total > STRATA_TOPK_MAX_K) {
-      topk_flush(staged, &words[1], candidates, capacity);
-      staged = 0;
-    }
-    at += staged;
-#pragma unroll
-    for (int j = 0; j < PER_THREAD; ++j)
-      if ((whole || topk_cell(chunk, from, j) >= 0) && order_key(cells[j]) >= key)
-        topk_picks[at++] = topk_item_of(cells[j], topk_cell(chunk, from, j));
-    staged += total;
-  }
-  sync_block();
-  if (staged) topk_flush(staged, &words[1], candidates, capacity);
   fence_device();
   sync_block();
-  if (t == 0) topk_last = __atomic_fetch_add(&words[2], 1u, __ATOMIC_RELAXED) == spans - 1;
+  if (t == 0) topk_last = __atomic_fetch_add(&words[2], 1u, __ATOMIC_RELAXED) == chunks - 1;
   sync_block();
   if (!topk_last) return false;
   fence_device();
@@ -664,8 +606,13 @@ DEVICE bool topk_filter(const TopkChunk<PER_THREAD> &chunk, int64_t first, int64
 KERNEL void strata_topk(const float *scores, int64_t queries, int64_t n, int64_t stride, int k,
                         int32_t *all_ids, float *all_values, int variant, topk_item *scratch,
                         int stage) {
-  int64_t capacity = TOPK_CANDIDATES(k), spans = grid_size() / queries;
-  int64_t q = stage == 1 ? block_id() / spans : block_id();
+  int64_t capacity = TOPK_CANDIDATES(k);
+  int64_t q = block_id();
+  if (stage == 1) {
+    int64_t per_block = (int64_t)TOPK_CELLS_PER_THREAD(variant) * STRATA_BLOCK;
+    int64_t chunks = (n + per_block - 1) / per_block;
+    q = block_id() / chunks;
+  }
   unsigned *words = (unsigned *)scratch + TOPK_WORDS * q;
   topk_item *candidates = scratch + queries * TOPK_WORDS / 2 + q * capacity;
   const float *row = scores + q * stride;
@@ -673,11 +620,13 @@ KERNEL void strata_topk(const float *scores, int64_t queries, int64_t n, int64_t
   float *values = all_values + q * k;
   if (stage == 1) {
     if (words[1] == TOPK_REFERENCE) return;
+    int64_t per_block = (int64_t)TOPK_CELLS_PER_THREAD(variant) * STRATA_BLOCK;
+    int64_t chunks = (n + per_block - 1) / per_block;
+    int64_t from = block_id() % chunks * per_block;
     bool aligned = (unsigned long long)scores % 16 == 0 && stride % 4 == 0;
-    int64_t span = block_id() % spans;
-    const int64_t chunks = (n + TOPK_CELLS * STRATA_BLOCK - 1) / (TOPK_CELLS * STRATA_BLOCK);
-    bool last = topk_filter(TopkChunk<TOPK_CELLS>{row, n, aligned}, span * chunks / spans,
-                            (span + 1) * chunks / spans, spans, words, candidates, capacity);
+    bool last = variant == STRATA_TOPK_REGISTER
+                    ? topk_filter<16>(row, from, n, aligned, words, chunks, candidates, capacity)
+                    : topk_filter<32>(row, from, n, aligned, words, chunks, candidates, capacity);
     if (last)
       topk_finish(row, n, k, __atomic_load_n(&words[1], __ATOMIC_RELAXED), capacity,
                   candidates, ids, values);

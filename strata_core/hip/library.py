@@ -30,13 +30,9 @@ WARPS_PER_BLOCK = BLOCK // 32
 TILE = 16
 #: rows of matvec_q8_0 a logical warp computes (MATVEC_ROWS of the source)
 MATVEC_ROWS = 2
-#: cells of a chunk of the top-k's filter stage (TOPK_CELLS of the source, a thread's)
-TOPK_CHUNK_CELLS = BLOCK * 16
-#: the filter stage's workgroups: the wide kernel gives each a span of up to 8 chunks of a row
-#: where the rows have enough chunks for about TOPK_WORKGROUPS workgroups; the register kernel
-#: one chunk each
-TOPK_WORKGROUPS = 1024
-TOPK_SPAN = {"register": 1, "wide": 8}
+#: cells a workgroup of the top-k's filter stage takes, by variant (TOPK_CELLS_PER_THREAD of
+#: the source)
+TOPK_CHUNK_CELLS = {"register": BLOCK * 16, "wide": BLOCK * 32}
 #: unsigned words a row the top-k keeps in its scratch (TOPK_WORDS of the source)
 TOPK_WORDS = 4
 #: the read kernel's grid: enough blocks to fill any card, each thread several 16-byte words
@@ -138,13 +134,10 @@ def launch_problems(code: code_object.CodeObject, target: str) -> list[str]:
 def topk_launches(queries: int, n: int, variant: str) -> list[tuple[int, int]]:
     """(stage, grid) of each topk launch: the reference radix is stage 2 alone, a workgroup a
     row; the register and the wide kernel sample (a workgroup a row), then filter and select
-    (the same number of workgroups a row, each a span of its chunks; the last of a row to
-    finish selects)."""
+    (a workgroup a chunk of TOPK_CHUNK_CELLS; the last of a row selects)."""
     if variant == "old":
         return [(2, queries)]
-    chunks = -(-n // TOPK_CHUNK_CELLS)
-    span = max(1, min(TOPK_SPAN[variant], queries * chunks // TOPK_WORKGROUPS))
-    return [(0, queries), (1, queries * -(-chunks // span))]
+    return [(0, queries), (1, queries * -(-n // TOPK_CHUNK_CELLS[variant]))]
 
 
 def topk_scratch_bytes(queries: int, k: int) -> int:
