@@ -4,8 +4,9 @@ kernel before each timed call so that the events time the GPU and not the host's
 latency (PyTorch's calls are held the same way), and a launch that does nothing timed so,
 the floor of any call; matvec_q8_0 on a decode step's shapes and large ones
 against the card's read bandwidth (the library's read kernel, and beside it a device-to-device
-copy through PyTorch counting the bytes read), top-k (256 queries and one, the wide kernel)
-against torch.topk and the read, the router against torch.topk + softmax. Every result is
+copy through PyTorch counting the bytes read), top-k (256 queries and one, the variant the
+plan names for the shape, and the register kernel where the page's switch runs it) against
+torch.topk and the read, the router against torch.topk + softmax. Every result is
 checked against the host backend first.
 
     python bench/gpu_kernels.py [--repeats N]
@@ -25,6 +26,7 @@ from strata_core.cuda.driver import CudaDriver, candidate_paths
 from strata_core.hip.library import GpuKernels, start_check
 from strata_core.host import q8, reference
 from strata_core.host.library import HostLibrary
+from strata_core.kernels import topk_choice
 from strata_core.manager import PluginManager
 from strata_core.run.workload import random_experts
 
@@ -49,6 +51,8 @@ TOPK_SHAPES = (
     (256, 524_288, 256), (256, 524_288, 2048), (256, 98_304, 256), (256, 262_144, 256),
     (1, 524_288, 256), (1, 524_288, 1024), (1, 131_072, 256),
 )  # fmt: skip
+#: STRATA_TOPK_STREAM=0: the register kernel on a prompt read in the 90K-135K band
+REGISTER_ON_A_PROMPT_READ = {"STRATA_TOPK_STREAM": "0"}
 
 
 def torch_ms(call, repeats: int, hold: bool = True) -> float:
@@ -80,20 +84,38 @@ def device_copy(repeats: int) -> tuple[float, float]:
     return ms, buffer.numel() / (ms / 1e3) / GB
 
 
-def topk_row(
+def topk_rows(
     kernels: GpuKernels, host: HostLibrary, scores: np.ndarray, k: int, repeats: int, read_gbs
-) -> tuple:
-    """Our top-k of every row against the host library's ids and torch.topk on the same
-    tensor; GB/s over the scores read once."""
-    (ids, _), ms = ours_ms(kernels, lambda: kernels.topk(scores, k, "wide"))
-    assert np.array_equal(ids, host.topk(scores, k, "register")[0]), f"topk {k} differs"
+) -> list[tuple]:
+    """Our top-k of every row, with each variant the plan names for the shape (with and without
+    STRATA_TOPK_STREAM=0), against the host library's ids and torch.topk on the same tensor;
+    GB/s over the scores read once."""
     on_card = torch.from_numpy(scores).cuda()
     theirs = torch_ms(lambda: torch.topk(on_card, k), repeats)
     del on_card
+    prompt_read = scores.ndim == 2
+    variants = dict.fromkeys(
+        topk_choice(switches, scores.shape[-1], prompt_read).variant
+        for switches in ({}, REGISTER_ON_A_PROMPT_READ)
+    )
+    return [topk_row(kernels, host, scores, k, variant, theirs, read_gbs) for variant in variants]
+
+
+def topk_row(
+    kernels: GpuKernels,
+    host: HostLibrary,
+    scores: np.ndarray,
+    k: int,
+    variant: str,
+    theirs: float,
+    read_gbs: float,
+) -> tuple:
+    (ids, _), ms = ours_ms(kernels, lambda: kernels.topk(scores, k, variant))
+    assert np.array_equal(ids, host.topk(scores, k, "register")[0]), f"topk {k} differs"
     gbs = scores.nbytes / (ms / 1e3) / GB
     queries = f"{scores.shape[0]} x " if scores.ndim == 2 else ""
     return (
-        f"topk {k} of {queries}{scores.shape[-1]}",
+        f"topk {k} of {queries}{scores.shape[-1]} {variant}",
         f"{ms:.3f} ms",
         f"{gbs:,.0f} GB/s = {gbs / read_gbs:.0%} of read; "
         f"torch.topk {theirs:.3f} ms: {theirs / ms:.2f}x",
@@ -192,7 +214,7 @@ def main() -> None:
     for queries, n, k in TOPK_SHAPES:
         shape = (queries, n) if queries > 1 else (n,)
         scores = rng.standard_normal(shape, dtype=np.float32)
-        rows.append(topk_row(kernels, host, scores, k, repeats, read_gbs))
+        rows += topk_rows(kernels, host, scores, k, repeats, read_gbs)
         del scores
 
     for (tokens, experts), vllm_us in ROUTER_SHAPES.items():

@@ -93,8 +93,8 @@ def test_the_launcher_packs_what_the_metadata_says(stand_in, tmp_path, monkeypat
     kernels.prompt_gemm(np.zeros((40, 64), np.float16), np.zeros((48, 64), np.float16))
     assert kernels.seconds == 0.25e-3  # the stand-in's 0.25 ms
     *topk, router, gemm = (line.split() for line in launches.read_text().splitlines())
-    # the wide kernel's three stages, each over the 3 rows: 3, 3 x 2 chunks of 8192, 3
-    assert [line[:3] for line in topk] == [["strata_topk", grid, "256"] for grid in "363"]
+    # the wide kernel's two stages over the 3 rows: 3, then 3 x 2 chunks of 8192
+    assert [line[:3] for line in topk] == [["strata_topk", grid, "256"] for grid in "36"]
     for stage, line in enumerate(topk):
         raw = bytes.fromhex(line[3])
         fields = [int.from_bytes(raw[a.offset : a.offset + a.size], "little")
@@ -170,10 +170,8 @@ def test_a_variant_the_kernel_library_lacks_is_one_line(stand_in):
     runtime = HipRuntime([stand_in])
     gpu = runtime.card(0)
     kernels = GpuKernels(runtime, start_check("hip_rdna4", _library("hip_rdna4"), gpu), gpu)
-    with pytest.raises(
-        StrataError, match=r"^the GPU kernel library has no topk variant 'register' "
-    ):
-        kernels.topk(np.arange(100, dtype=np.float32), 4, "register")
+    with pytest.raises(StrataError, match=r"^the GPU kernel library has no topk variant 'auto' "):
+        kernels.topk(np.arange(100, dtype=np.float32), 4, "auto")
     kernels.close()
 
 
@@ -226,8 +224,8 @@ def test_run_on_a_card_runs_every_operation_and_variant_the_plan_chooses(
         "expert_matvec_q8_0", "expert_matvec_q8_0_batch", "router_topk_batch",
     }  # fmt: skip
     assert all(k["checked"] == k["calls"] > 0 for k in kernels.values())
-    want = chosen | {"router_topk": router, "router_topk_prompt": router, "topk": "wide",
-                     "topk_prompt": "wide", "router_topk_batch": router,
+    want = chosen | {"router_topk": router, "router_topk_prompt": router, "topk": "register",
+                     "topk_prompt": "register", "router_topk_batch": router,
                      "expert_matvec_q8_0": chosen["matvec_q8_0"],
                      "expert_matvec_q8_0_batch": chosen["matvec_q8_0"]}  # fmt: skip
     assert {name: k["variant"] for name, k in kernels.items()} == want

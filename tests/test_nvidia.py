@@ -150,7 +150,7 @@ def test_run_on_an_nvidia_card_runs_every_kernel_through_the_driver(
     assert kernels["matvec_q8_0"]["bandwidth_of_read"] is not None
     assert {name: k["variant"] for name, k in kernels.items()} == {
         "matvec_q8_0": "dp4a", "router_topk": "fast", "router_topk_prompt": "fast",
-        "topk": "wide", "topk_prompt": "wide", "prompt_gemm": "cublaslt",
+        "topk": "register", "topk_prompt": "register", "prompt_gemm": "cublaslt",
         "expert_matvec_q8_0": "dp4a", "expert_matvec_q8_0_batch": "dp4a",
         "router_topk_batch": "fast",
     }  # fmt: skip

@@ -63,19 +63,16 @@ def test_topk_stream_is_calibrated_on_a_prompt_read(env, tmp_path, host_isa):
 
 
 def test_the_plan_names_both_top_k_kernels(env):
-    """On a card the plan quotes the page's band for each top-k, and says that the register
-    band runs the GPU library's wide kernel."""
+    """On a card the plan quotes the page's band for each top-k: the wide kernel on a prompt
+    read from 90K cells, the register kernel below 135K cells on a decode step."""
     chosen = kernels(env, "gfx1201")
     assert chosen["topk_prompt"]["variant"] == "wide"
     assert chosen["topk_prompt"]["reason"].endswith(
         "131072 cells on a prompt read: '(and from about 90K cells on a prompt read) the top-k "
         "selection runs the wide kernel'"
     )
-    assert chosen["topk"]["variant"] == "wide"
-    assert chosen["topk"]["reason"].endswith(
-        "131072 cells: below 135K the register kernel; the GPU kernel library has no register "
-        "kernel, and its wide kernel gives the same ids"
-    )
+    assert chosen["topk"]["variant"] == "register"
+    assert chosen["topk"]["reason"].endswith("131072 cells: below 135K the register kernel")
 
 
 # Prompt GEMMs: "hipBLAS, or hipBLASLt with a matching tuning table"; STRATA_PF_GEMM "gfx11

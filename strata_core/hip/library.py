@@ -33,13 +33,16 @@ TILE = 16
 MATVEC_ROWS = 2
 #: rows of one expert a workgroup of expert_matvec_q8_0 computes (EXPERT_ROWS of the source)
 EXPERT_ROWS = 64
-#: cells a workgroup of the wide top-k's filter stage takes (TOPK_FILTER_CELLS of the source)
-TOPK_FILTER_CELLS = BLOCK * 32
+#: cells a workgroup of the top-k's filter stage takes, by variant (TOPK_CELLS_PER_THREAD of
+#: the source)
+TOPK_CHUNK_CELLS = {"register": BLOCK * 16, "wide": BLOCK * 32}
+#: unsigned words a row the top-k keeps in its scratch (TOPK_WORDS of the source)
+TOPK_WORDS = 4
 #: the read kernel's grid: enough blocks to fill any card, each thread several 16-byte words
 READ_WORDS_PER_THREAD = 8
 MAX_READ_BLOCKS = 4096
 #: The kernel library's variants by the names the plan gives them, as the ABI's codes: top-k's
-#: reference radix and wide kernel (no register kernel); the GEMM is compiled in (library_gemm).
+#: reference radix, register kernel and wide kernel; the GEMM is compiled in (library_gemm).
 VARIANTS = {
     "router_topk": {
         "fast": kernel_abi.integer_const("STRATA_ROUTER_FAST"),
@@ -47,6 +50,7 @@ VARIANTS = {
     },
     "topk": {
         "old": kernel_abi.integer_const("STRATA_TOPK_OLD"),
+        "register": kernel_abi.integer_const("STRATA_TOPK_REGISTER"),
         "wide": kernel_abi.integer_const("STRATA_TOPK_WIDE"),
     },
 }
@@ -132,17 +136,17 @@ def launch_problems(code: code_object.CodeObject, target: str) -> list[str]:
 
 def topk_launches(queries: int, n: int, variant: str) -> list[tuple[int, int]]:
     """(stage, grid) of each topk launch: the reference radix is stage 2 alone, a workgroup a
-    row; the wide kernel samples (a workgroup a row), filters (a workgroup a chunk of
-    TOPK_FILTER_CELLS) and selects (a workgroup a row)."""
+    row; the register and the wide kernel sample (a workgroup a row), then filter and select
+    (a workgroup a chunk of TOPK_CHUNK_CELLS; the last of a row selects)."""
     if variant == "old":
         return [(2, queries)]
-    return [(0, queries), (1, queries * -(-n // TOPK_FILTER_CELLS)), (2, queries)]
+    return [(0, queries), (1, queries * -(-n // TOPK_CHUNK_CELLS[variant]))]
 
 
 def topk_scratch_bytes(queries: int, k: int) -> int:
-    """The wide kernel's scratch: two words a row, then each row's candidates (64-bit items,
+    """The top-k's scratch: TOPK_WORDS words a row, then each row's candidates (64-bit items,
     TOPK_CANDIDATES of the source)."""
-    return queries * 8 * (1 + 16 * k + 4096)
+    return queries * (4 * TOPK_WORDS + 8 * (16 * k + 4096))
 
 
 def _blocks(items: int, per_block: int) -> int:

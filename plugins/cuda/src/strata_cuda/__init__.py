@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from strata_core.arch_plugin import EXACT_MATCH, PATTERN_MATCH, ArchPlugin
 from strata_core.archdb import compute_capability, newest_ptx_for
 from strata_core.hookspec import hookimpl
-from strata_core.kernels import gpu_topk_choices, router_choice
+from strata_core.kernels import router_choice, topk_choices
 from strata_core.records import Claim, Device, KernelChoice, RunContext, Workload
 from strata_core.switches import PATH, Switch
 
@@ -67,7 +67,7 @@ class Cuda(ArchPlugin):
         return (
             KernelChoice("matvec_q8_0", "dp4a", "NVIDIA's int8 dot4 (dp4a, sm_61 and newer)"),
             router_choice(switches),
-            *gpu_topk_choices(switches, workload.context_cells),
+            *topk_choices(switches, workload.context_cells),
             KernelChoice(
                 "prompt_gemm",
                 "cublaslt",
