@@ -238,16 +238,22 @@ class KernelReport:
             "reason": self.reason,
             "calls": len(self.seconds),
             "checked": self.checked,
-            "median_ms": round(median * 1e3, 4),
-            "spread_ms": round(spread * 1e3, 4),
-            "call_ms": round(statistics.median(self.call_seconds) * 1e3, 4)
+            "median_ms": _figures(median * 1e3),
+            "spread_ms": _figures(spread * 1e3),
+            "call_ms": _figures(statistics.median(self.call_seconds) * 1e3)
             if self.call_seconds
             else None,
-            "throughput": round(self.amount / median, 2),
+            "throughput": _figures(self.amount / median),
             "unit": self.unit,
-            "bandwidth_gbs": round(bandwidth, 2),
+            "bandwidth_gbs": _figures(bandwidth),
             "bandwidth_of_read": round(bandwidth / read_gbs, 3) if read_gbs else None,
         }
+
+
+def _figures(value: float) -> float:
+    """Six significant figures: a host kernel's nanoseconds and a tiny profile's rates stay
+    above zero on any machine."""
+    return float(f"{value:.6g}")
 
 
 def check(
