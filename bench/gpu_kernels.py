@@ -4,8 +4,9 @@ kernel before each timed call so that the events time the GPU and not the host's
 latency (PyTorch's calls are held the same way), and a launch that does nothing timed so,
 the floor of any call; matvec_q8_0 on a decode step's shapes and large ones
 against the card's read bandwidth (the library's read kernel, and beside it a device-to-device
-copy through PyTorch counting the bytes read), top-k (256 queries and one, the wide kernel)
-against torch.topk and the read, the router against torch.topk + softmax. Every result is
+copy through PyTorch counting the bytes read), top-k (256 queries and one, the variant the
+plan names for the shape, and the register kernel where the page's switch runs it) against
+torch.topk and the read, the router against torch.topk + softmax. Every result is
 checked against the host backend first.
 
     python bench/gpu_kernels.py [--repeats N]
@@ -22,11 +23,13 @@ import numpy as np
 import torch
 
 from strata_core import q8
+from strata_core.api.kernels import topk_choice
 from strata_core.api.manager import PluginManager
 from strata_core.cuda.driver import CudaDriver, candidate_paths
 from strata_core.gpu.library import GpuKernels, start_check
 from strata_core.host import reference
 from strata_core.host.library import HostLibrary
+from strata_core.run.workload import random_experts
 
 GB = 1e9
 #: what holds the queue before each timed call: the read kernel over 1 GiB for ours, a spin of
@@ -35,11 +38,22 @@ HOLD_BYTES = 1 << 30
 HOLD_CYCLES = 2_000_000
 #: a decode step's shapes (rows x cols) and the large ones
 MATVEC_SHAPES = ((4096, 4096), (14336, 4096), (4096, 14336), (16384, 32768), (151936, 4096))
+#: the large-moe profile's expert step: (experts, rows, cols, k) and the tokens of each step
+EXPERTS, EXPERT_ROWS, HIDDEN, EXPERT_K = 256, 2048, 7168, 8
+EXPERT_TOKENS = (1, 64)
+#: (tokens, experts) of the router, k 8, with vLLM's topk_softmax (TensorRT-LLM's kernel) on
+#: the H200 in microseconds, as issue 22 measured it (held events)
+ROUTER_SHAPES = {
+    (1, 128): 5.3, (512, 128): 5.4, (4096, 128): 9.2, (16384, 128): 23.5, (512, 256): 5.7,
+    (4096, 256): 10.7, (16384, 256): 28.7,
+}
 #: (queries, cells, k): the page's 256-query selection (AMD_HIP.md, History) and one query
 TOPK_SHAPES = (
     (256, 524_288, 256), (256, 524_288, 2048), (256, 98_304, 256), (256, 262_144, 256),
     (1, 524_288, 256), (1, 524_288, 1024), (1, 131_072, 256),
 )  # fmt: skip
+#: STRATA_TOPK_STREAM=0: the register kernel on a prompt read in the 90K-135K band
+REGISTER_ON_A_PROMPT_READ = {"STRATA_TOPK_STREAM": "0"}
 
 
 def torch_ms(call, repeats: int, hold: bool = True) -> float:
@@ -71,27 +85,47 @@ def device_copy(repeats: int) -> tuple[float, float]:
     return ms, buffer.numel() / (ms / 1e3) / GB
 
 
-def topk_row(
+def topk_rows(
     kernels: GpuKernels, host: HostLibrary, scores: np.ndarray, k: int, repeats: int, read_gbs
-) -> tuple:
-    """Our top-k of every row against the host library's ids and torch.topk on the same
-    tensor; GB/s over the scores read once."""
-    (ids, _), ms = ours_ms(kernels, lambda: kernels.topk(scores, k, "wide"))
-    assert np.array_equal(ids, host.topk(scores, k, "register")[0]), f"topk {k} differs"
+) -> list[tuple]:
+    """Our top-k of every row, with each variant the plan names for the shape (with and without
+    STRATA_TOPK_STREAM=0), against the host library's ids and torch.topk on the same tensor;
+    GB/s over the scores read once."""
     on_card = torch.from_numpy(scores).cuda()
     theirs = torch_ms(lambda: torch.topk(on_card, k), repeats)
     del on_card
+    prompt_read = scores.ndim == 2
+    variants = dict.fromkeys(
+        topk_choice(switches, scores.shape[-1], prompt_read).variant
+        for switches in ({}, REGISTER_ON_A_PROMPT_READ)
+    )
+    return [topk_row(kernels, host, scores, k, variant, theirs, read_gbs) for variant in variants]
+
+
+def topk_row(
+    kernels: GpuKernels,
+    host: HostLibrary,
+    scores: np.ndarray,
+    k: int,
+    variant: str,
+    theirs: float,
+    read_gbs: float,
+) -> tuple:
+    (ids, _), ms = ours_ms(kernels, lambda: kernels.topk(scores, k, variant))
+    assert np.array_equal(ids, host.topk(scores, k, "register")[0]), f"topk {k} differs"
     gbs = scores.nbytes / (ms / 1e3) / GB
     queries = f"{scores.shape[0]} x " if scores.ndim == 2 else ""
     return (
-        f"topk {k} of {queries}{scores.shape[-1]}",
+        f"topk {k} of {queries}{scores.shape[-1]} {variant}",
         f"{ms:.3f} ms",
         f"{gbs:,.0f} GB/s = {gbs / read_gbs:.0%} of read; "
         f"torch.topk {theirs:.3f} ms: {theirs / ms:.2f}x",
     )
 
 
-def matvec_row(kernels: GpuKernels, host: HostLibrary, rng, rows: int, cols: int, read_gbs):
+def matvec_row(
+    kernels: GpuKernels, host: HostLibrary, rng, rows: int, cols: int, read_gbs, repeats: int
+):
     w = rng.standard_normal((rows, cols), dtype=np.float32)
     qs, d = q8.quantize_rows(w)
     del w
@@ -100,10 +134,58 @@ def matvec_row(kernels: GpuKernels, host: HostLibrary, rng, rows: int, cols: int
     want = host.matvec_q8_0(qs, d, xq, xd)
     assert np.allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max()), "matvec differs"
     gbs = (qs.nbytes + d.nbytes) / (ms / 1e3) / GB
+    weights = torch.from_numpy(qs).cuda().half()
+    x = torch.randn(cols, dtype=torch.half, device="cuda")
+    theirs = torch_ms(lambda: torch.mv(weights, x), repeats)
+    del weights
     return (
         f"matvec_q8_0 {rows}x{cols}",
         f"{ms:.3f} ms",
-        f"{gbs:,.0f} GB/s = {gbs / read_gbs:.0%} of read",
+        f"{gbs:,.0f} GB/s = {gbs / read_gbs:.0%} of read; torch FP16 mv {theirs:.3f} ms",
+    )
+
+
+def expert_rows(kernels: GpuKernels, host: HostLibrary, rng, read_gbs) -> list[tuple]:
+    """The expert step of large-moe for each of EXPERT_TOKENS, ids as a router gives them
+    (k distinct experts a token); GB/s over the distinct experts read."""
+    qs, d = random_experts(rng, EXPERTS, EXPERT_ROWS, HIDDEN)
+    expert_bytes = qs[0].nbytes + d[0].nbytes
+    rows = []
+    for tokens in EXPERT_TOKENS:
+        ids = np.stack([rng.permutation(EXPERTS)[:EXPERT_K] for _ in range(tokens)])
+        ids = ids.astype(np.int32)
+        xq, xd = q8.quantize_rows(rng.standard_normal((tokens, HIDDEN), dtype=np.float32))
+        xd = xd.astype(np.float32)
+        y, ms = ours_ms(kernels, lambda: kernels.expert_matvec_q8_0(qs, d, ids, xq, xd))
+        want = host.expert_matvec_q8_0(qs, d, ids, xq, xd)
+        assert np.allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max()), "experts differ"
+        distinct = len(np.unique(ids))
+        gbs = distinct * expert_bytes / (ms / 1e3) / GB
+        rows.append((
+            f"experts {tokens} tok x {EXPERT_K} of {EXPERTS}",
+            f"{ms:.3f} ms",
+            f"{distinct} experts read: {gbs:,.0f} GB/s = {gbs / read_gbs:.0%} of read",
+        ))  # fmt: skip
+    return rows
+
+
+def router_row(kernels: GpuKernels, rng, tokens: int, experts: int, vllm_us: float, repeats):
+    logits = rng.standard_normal((tokens, experts), dtype=np.float32)
+    (ids, weights), ms = ours_ms(kernels, lambda: kernels.router_topk(logits, 8, "fast"))
+    want_ids, want_weights = reference.router_topk(logits, 8)
+    assert np.array_equal(ids, want_ids) and np.allclose(weights, want_weights, rtol=1e-5)
+    on_card = torch.from_numpy(logits).cuda()
+
+    def torch_router():
+        values, chosen = torch.topk(on_card, 8, dim=1)
+        return torch.softmax(values, dim=1), chosen
+
+    theirs = torch_ms(torch_router, repeats)
+    return (
+        f"router_topk {tokens}x{experts} k=8",
+        f"{ms * 1e3:.1f} us",
+        f"torch.topk+softmax {theirs * 1e3:.1f} us: {theirs / ms:.2f}x; "
+        f"vLLM topk_softmax {vllm_us:.1f} us: {vllm_us / (ms * 1e3):.2f}x",
     )
 
 
@@ -127,27 +209,17 @@ def main() -> None:
     rows.append(("read kernel 4 GiB", "", f"{read_gbs:,.0f} GB/s"))
 
     for rows_, cols in MATVEC_SHAPES:
-        rows.append(matvec_row(kernels, host, rng, rows_, cols, read_gbs))
+        rows.append(matvec_row(kernels, host, rng, rows_, cols, read_gbs, repeats))
+    rows += expert_rows(kernels, host, rng, read_gbs)
 
     for queries, n, k in TOPK_SHAPES:
         shape = (queries, n) if queries > 1 else (n,)
         scores = rng.standard_normal(shape, dtype=np.float32)
-        rows.append(topk_row(kernels, host, scores, k, repeats, read_gbs))
+        rows += topk_rows(kernels, host, scores, k, repeats, read_gbs)
         del scores
 
-    logits = rng.standard_normal((512, 128), dtype=np.float32)
-    (ids, weights), ms = ours_ms(kernels, lambda: kernels.router_topk(logits, 8, "fast"))
-    want_ids, want_weights = reference.router_topk(logits, 8)
-    assert np.array_equal(ids, want_ids) and np.allclose(weights, want_weights, rtol=1e-5)
-    on_card = torch.from_numpy(logits).cuda()
-
-    def torch_router():
-        values, chosen = torch.topk(on_card, 8, dim=1)
-        return torch.softmax(values, dim=1), chosen
-
-    theirs = torch_ms(torch_router, repeats)
-    rows.append(("router_topk 512x128 k=8", f"{ms * 1e3:.1f} us",
-                 f"torch.topk+softmax {theirs * 1e3:.1f} us: {theirs / ms:.2f}x"))  # fmt: skip
+    for (tokens, experts), vllm_us in ROUTER_SHAPES.items():
+        rows.append(router_row(kernels, rng, tokens, experts, vllm_us, repeats))
     floor_us = 16 / (kernels.read_bandwidth(16, repeats) * GB) * 1e6
     rows.append(("one launch (read kernel, 16 B)", f"{floor_us:.1f} us", "the floor of any call"))
     kernels.close()

@@ -72,7 +72,7 @@ class Recorder:
     def list_dir(self, path: str | os.PathLike[str]) -> list[str]:
         """The folder's entries, sorted; empty where it is missing or no folder."""
         self.dirs.add(os.fspath(path))
-        return _listing(os.fspath(path)) or []
+        return listing(os.fspath(path)) or []
 
     def is_dir(self, path: str | os.PathLike[str]) -> bool:
         self.dirs.add(os.fspath(path))
@@ -95,7 +95,7 @@ def _enabled(env: dict[str, str]) -> bool:
     return env.get("STRATA_CACHE", "1") != "0"
 
 
-def _directory(env: dict[str, str]) -> str:
+def directory(env: dict[str, str]) -> str:
     if env.get("STRATA_CACHE_DIR"):
         return env["STRATA_CACHE_DIR"]
     base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -108,7 +108,7 @@ def _key(argv: list[str], env: dict[str, str]) -> str:
 
 
 def _entry_path(key: str, env: dict[str, str]) -> str:
-    return os.path.join(_directory(env), f"answer-{zlib.crc32(key.encode()):08x}.marshal")
+    return os.path.join(directory(env), f"answer-{zlib.crc32(key.encode()):08x}.marshal")
 
 
 def _content(path: str) -> list[int] | None:
@@ -120,14 +120,14 @@ def _content(path: str) -> list[int] | None:
     return [len(data), zlib.crc32(data)]
 
 
-def _listing(path: str) -> list[str] | None:
+def listing(path: str) -> list[str] | None:
     try:
         return sorted(os.listdir(path))
     except OSError:
         return None
 
 
-def _stat(path: str) -> list[int] | None:
+def stat_of(path: str) -> list[int] | None:
     try:
         st = os.stat(path)
     except OSError:
@@ -153,7 +153,7 @@ def lookup(argv: list[str], env: dict[str, str]) -> dict[str, Any] | None:
         return None
     if not isinstance(entry, dict) or entry.get("key") != key:
         return None
-    checks = ((_content, entry["files"]), (_listing, entry["dirs"]), (_stat, entry["stats"]))
+    checks = ((_content, entry["files"]), (listing, entry["dirs"]), (stat_of, entry["stats"]))
     for probe, recorded in checks:
         for path, value in recorded.items():
             if probe(path) != value:
@@ -178,10 +178,15 @@ def store(
         "stdout": stdout,
         "stderr": stderr,
         "files": {p: _content(p) for p in sorted(recorder.files)},
-        "dirs": {p: _listing(p) for p in sorted(recorder.dirs)},
-        "stats": {p: _stat(p) for p in stats},
+        "dirs": {p: listing(p) for p in sorted(recorder.dirs)},
+        "stats": {p: stat_of(p) for p in stats},
     }
-    path = _entry_path(key, env)
+    write_entry(_entry_path(key, env), entry)
+
+
+def write_entry(path: str, entry: dict[str, Any]) -> None:
+    """Write ``entry`` as a marshal file, whole or not at all, and keep the folder within
+    MAX_BYTES; a failure to write is not an error."""
     temp = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -197,10 +202,10 @@ def store(
 
 
 def _evict(folder: str) -> None:
-    """Remove the least recently used answers until the folder holds at most MAX_BYTES."""
+    """Remove the least recently used entries until the folder holds at most MAX_BYTES."""
     entries = []
     for name in os.listdir(folder):
-        if name.startswith("answer-") and name.endswith(".marshal"):
+        if name.endswith(".marshal"):  # the answers, and the plugin indexes
             st = os.stat(os.path.join(folder, name))
             entries.append((st.st_mtime_ns, st.st_size, name))
     total = sum(size for _, size, _ in entries)

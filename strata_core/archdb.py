@@ -35,6 +35,16 @@ class SupportStatus(enum.Enum):
 _of = attrs.validators.instance_of
 
 
+# Converters written in Python: attrs reads a converter's signature, and a builtin's (tuple, an
+# Enum's) is parsed from text with the tokenizer, whose pattern costs milliseconds to compile.
+def _tuple(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(values)
+
+
+def _status(value: str | SupportStatus) -> SupportStatus:
+    return SupportStatus(value)
+
+
 @attrs.frozen
 class Arch:
     """One target's row; archdb.toml's header says what each field means."""
@@ -42,13 +52,13 @@ class Arch:
     target: str = attrs.field(validator=_of(str))
     family: str = attrs.field(validator=_of(str))
     cards: tuple[str, ...] = attrs.field(
-        converter=tuple, validator=attrs.validators.deep_iterable(_of(str))
+        converter=_tuple, validator=attrs.validators.deep_iterable(_of(str))
     )
     wave_size: int = attrs.field(validator=attrs.validators.in_((32, 64)))
     matrix_cores: bool = attrs.field(validator=_of(bool))
     int8_dot: str = attrs.field(validator=_of(str))
     integrated_only: bool = attrs.field(validator=_of(bool))
-    status: SupportStatus = attrs.field(converter=SupportStatus)
+    status: SupportStatus = attrs.field(converter=_status)
     page: str = attrs.field(validator=_of(str))
     table_library: str | None = attrs.field(
         default=None, validator=attrs.validators.in_((HIPBLASLT, ROCBLAS, None))

@@ -71,8 +71,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     and standard output that cannot be written with one line and 2, without a traceback."""
     stdout = sys.stdout
     sys.stdout = _Stdout(stdout)  # type: ignore[assignment]
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        code = _answer(list(sys.argv[1:] if argv is None else argv))
+        code = _answer(argv)
         sys.stdout.flush()
         return code
     except KeyboardInterrupt:
@@ -81,7 +82,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
         return 0
     except OutputFailed as failed:
-        sys.stderr.write(f"strata-core: cannot write to standard output ({failed})\n")
+        from . import log
+
+        log.configure(fmt=log.format_named(argv))  # an answer from the cache configured none
+        log.error(f"cannot write to standard output ({failed})")
         if stdout is not None:  # what is still buffered goes nowhere at exit
             os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
         return 2

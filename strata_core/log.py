@@ -1,9 +1,11 @@
-"""Every diagnostic strata-core says goes through here (structlog), on stderr.
+"""Every diagnostic strata-core says goes through here, on stderr.
 
-For people: ``strata-core: <message>``, warnings as ``strata-core: warning: <message>`` and
-debug lines as ``strata-core: debug: <message>``. For machines, ``--log-format logfmt``
-(``level=info msg="..." kind=start_line timestamp=...``) or ``json``, each line with its
-level and its time (ISO 8601, UTC).
+For people: ``strata-core: <message>``, and every other level labelled as git and pip label
+theirs: ``strata-core: error: <message>``, ``strata-core: warning: <message>``,
+``strata-core: debug: <message>``, one line each, with no fields (written here: importing
+structlog costs more than a whole command). For machines, structlog renders
+``--log-format logfmt`` (``level=info msg="..." kind=start_line timestamp=...``) or ``json``,
+each line with its level, its fields and its time (ISO 8601, UTC).
 The level is ``info`` by default; ``-q`` shows warnings and errors only, ``-v`` adds debug
 lines, and STRATA_LOG_LEVEL (debug, info, warning, error) sets it where no option does.
 Messages keep their words exactly (the reference page's start lines among them); what a
@@ -12,8 +14,11 @@ machine may want besides is in key=value fields such as ``kind``."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on a command's path
+if TYPE_CHECKING:
+    from typing import Any
 
 PROG = "strata-core"
 LEVELS = ("debug", "info", "warning", "error")
@@ -40,15 +45,29 @@ def level_from(verbose: bool, quiet: bool, env: Mapping[str, str]) -> str:
     return level
 
 
-def _for_people(_logger: Any, method: str, event: dict[str, Any]) -> str:
-    label = f"{method}: " if method in ("warning", "debug") else ""
-    return f"{PROG}: {label}{event['event']}"
+def format_named(argv: Sequence[str]) -> str:
+    """The --log-format a command line names, before it is parsed; people where none is."""
+    for at, arg in enumerate(argv):
+        if arg == "--":  # what follows is the engine's
+            break
+        flag, eq, value = arg.partition("=")
+        if flag == "--log-format":
+            value = value if eq else (argv[at + 1] if at + 1 < len(argv) else "")
+            if value in FORMATS:
+                return value
+    return "people"
+
+
+
+def _for_people(method: str, message: str) -> str:
+    label = "" if method == "info" else f"{method}: "
+    return f"{PROG}: {label}{message}"
 
 
 def configure(level: str = DEFAULT_LEVEL, fmt: str = "people") -> None:
     """How every later log call writes: on sys.stderr as it is at each call, so that a
     redirection in force (the answer cache's) sees the lines. structlog is imported at the
-    first line that the level lets through, so that a quiet command never loads it."""
+    first line for machines that the level lets through."""
     global _logger
     _settings.update(level=level, format=fmt)
     _logger = None
@@ -57,17 +76,14 @@ def configure(level: str = DEFAULT_LEVEL, fmt: str = "people") -> None:
 def _structlog_logger() -> Any:
     import structlog
 
-    processors: list[Any] = [structlog.processors.add_log_level]
-    if _settings["format"] == "people":
-        processors.append(_for_people)
-    else:
-        processors.append(structlog.processors.TimeStamper(fmt="iso", utc=True))
-        processors.append(structlog.processors.EventRenamer("msg"))
-        processors.append(
-            structlog.processors.LogfmtRenderer(key_order=["level", "msg"])
-            if _settings["format"] == "logfmt"
-            else structlog.processors.JSONRenderer()
-        )
+    processors: list[Any] = [
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        structlog.processors.EventRenamer("msg"),
+        structlog.processors.LogfmtRenderer(key_order=["level", "msg"])
+        if _settings["format"] == "logfmt"
+        else structlog.processors.JSONRenderer(),
+    ]
     structlog.configure(
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(_NUMBERS[_settings["level"]]),
@@ -90,7 +106,12 @@ def says(level: str) -> bool:
 
 
 def _say(method: str, message: str, fields: dict[str, Any]) -> None:
-    if says(method):
+    if not says(method):
+        return
+    if _settings["format"] == "people":
+        sys.stderr.write(f"{_for_people(method, message)}\n")  # one write: threads say lines too
+        sys.stderr.flush()
+    else:
         getattr(get(), method)(message, **fields)
 
 

@@ -36,3 +36,23 @@ def check_matvec_shapes(qs: np.ndarray, d: np.ndarray, xq: np.ndarray, xd: np.nd
         raise StrataError(
             f"matvec_q8_0: shapes {qs.shape}, {d.shape}, {xq.shape}, {xd.shape} do not fit together"
         )
+
+
+def check_expert_shapes(
+    qs: np.ndarray, d: np.ndarray, ids: np.ndarray, xq: np.ndarray, xd: np.ndarray
+) -> None:
+    """Refuse experts' weights and scales, the router's ids (tokens x k, each naming one of
+    the experts) and per-token activations that are not one MoE expert step."""
+    shapes = f"{qs.shape}, {d.shape}, {ids.shape}, {xq.shape}, {xd.shape}"
+    if qs.ndim != 3 or ids.ndim != 2 or xq.ndim != 2:
+        raise StrataError(f"expert_matvec_q8_0: shapes {shapes} do not fit together")
+    experts, rows, cols = qs.shape
+    tokens, k = ids.shape
+    fits = (
+        experts > 0 and k > 0 and cols % BLOCK == 0 and d.shape == (experts, rows, cols // BLOCK)
+        and xq.shape == (tokens, cols) and xd.shape == (tokens, cols // BLOCK)
+    )  # fmt: skip
+    if not fits:
+        raise StrataError(f"expert_matvec_q8_0: shapes {shapes} do not fit together")
+    if ids.size and (ids.min() < 0 or ids.max() >= experts):
+        raise StrataError(f"expert_matvec_q8_0: an expert id is outside 0..{experts - 1}")

@@ -81,8 +81,8 @@ def test_bad_input(case, env, tmp_path):
             assert line in lines, getattr(result, stream)
         for pattern in want.get(f"{stream}_regex", []):
             assert any(re.search(pattern, line) for line in lines), getattr(result, stream)
-    if want["status"] == 2:  # a command that cannot go on ends with its one line
-        assert result.stderr.splitlines()[-1].startswith("strata-core")
+    if want["status"] == 2:  # a command that cannot go on ends with its one error line
+        assert result.stderr.splitlines()[-1].startswith("strata-core: error: ")
     for name, text in case.get("unchanged", {}).items():
         assert (tmp_path / name).read_text() == text
     for folder, names in case.get("only", {}).items():

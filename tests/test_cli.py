@@ -148,14 +148,15 @@ def test_user_errors_exit_2_with_one_line(tmp_path, env, args, message):
     root = write_sysfs(tmp_path, [RX_7900_XTX])
     result = run(*args, env=env | {"STRATA_SYSFS": str(root)}, check=False)
     assert result.returncode == 2
-    assert result.stderr == f"strata-core: {message}\n"
+    assert result.stderr == f"strata-core: error: {message}\n"
 
 
 def test_bad_probe_timeout_is_a_user_error(env):
     result = run("devices", env=env | {"STRATA_HIP_PROBE_TIMEOUT": "soon"}, check=False)
     assert (result.returncode, result.stderr) == (
         2,
-        "strata-core: STRATA_HIP_PROBE_TIMEOUT=soon: expected a positive number of seconds\n",
+        "strata-core: error: STRATA_HIP_PROBE_TIMEOUT=soon: expected a positive number of "
+        "seconds\n",
     )
 
 

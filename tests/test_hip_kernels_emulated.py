@@ -8,17 +8,18 @@ import subprocess
 from pathlib import Path
 
 import cffi
+import expert_cases
 import numpy as np
 import pytest
 
 from strata_core import q8
-from strata_core.gpu.library import topk_launches, topk_scratch_bytes
+from strata_core.gpu.library import TOPK_WORDS, topk_launches, topk_scratch_bytes
 from strata_core.host import reference
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
-BLOCK, WARPS, TILE, MATVEC_ROWS = 256, 8, 16, 2
-TOPK_CODES = {"wide": 2, "old": 3}
+BLOCK, WARPS, TILE, MATVEC_ROWS, EXPERT_ROWS = 256, 8, 16, 2, 64
+TOPK_CODES = {"register": 1, "wide": 2, "old": 3}
 
 CDEF = "\n".join(
     line
@@ -68,6 +69,23 @@ def test_matvec_q8_0(emu, rows, cols):
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
+@pytest.mark.parametrize(("experts", "tokens", "k", "rows", "cols", "kind"), expert_cases.CASES)
+def test_expert_matvec_q8_0(emu, experts, tokens, k, rows, cols, kind):
+    """Every pair's output written (from NaN) and equal to the reference; workgroups past the
+    distinct experts write nothing."""
+    ffi, lib = emu
+    qs, d, ids, xq, xd = expert_cases.make(experts, tokens, k, rows, cols, kind)
+    y = np.full((tokens, k, rows), np.nan, dtype=np.float32)
+    lib.emu_expert_matvec_q8_0(
+        min(experts, tokens * k) * _blocks(rows, EXPERT_ROWS), _ptr(ffi, "int8_t[]", qs),
+        _ptr(ffi, "uint16_t[]", d.view(np.uint16)), _ptr(ffi, "int32_t[]", ids),
+        _ptr(ffi, "int8_t[]", xq), _ptr(ffi, "float[]", xd), _ptr(ffi, "float[]", y),
+        experts, tokens, k, rows, cols,
+    )  # fmt: skip
+    want = reference.expert_matvec_q8_0(qs, d, ids, xq, xd)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
 def _logits(rng, tokens, experts, kind):
     if kind == "ties":
         return rng.integers(0, 4, (tokens, experts)).astype(np.float32)
@@ -112,7 +130,7 @@ def _topk(ffi, lib, scores, k, variant, n=None):
     n = n or stride
     ids = np.full((queries, k), -1, dtype=np.int32)
     values = np.full((queries, k), 7.0, dtype=np.float32)
-    scratch = np.full(topk_scratch_bytes(queries, k) // 8, 0xA5A5A5A5, dtype=np.uint64)
+    scratch = np.full(topk_scratch_bytes(queries, k) // 8, 0xA5A5A5A5A5A5A5A5, dtype=np.uint64)
     for stage, grid in topk_launches(queries, n, variant):
         lib.emu_topk(
             grid, _ptr(ffi, "float[]", scores), queries, n, stride, k, _ptr(ffi, "int32_t[]", ids),
@@ -132,6 +150,11 @@ def _scores(rng, queries, n, kind):
     return scores
 
 
+def _counts(scratch, queries):
+    """Each row's candidate count (TOPK_REFERENCE where the row was selected whole)."""
+    return scratch.view(np.uint32)[: queries * TOPK_WORDS].reshape(queries, TOPK_WORDS)[:, 1]
+
+
 def _assert_reference(scores, ids, values, k):
     for row, row_ids, row_values in zip(scores, ids, values, strict=True):
         want_ids, want_values = reference.topk(row, k)
@@ -139,7 +162,7 @@ def _assert_reference(scores, ids, values, k):
         np.testing.assert_array_equal(row_values, want_values)
 
 
-@pytest.mark.parametrize("variant", ["wide", "old"])
+@pytest.mark.parametrize("variant", ["register", "wide", "old"])
 @pytest.mark.parametrize(
     ("queries", "n", "k", "kind", "filtered"),
     [(1, 1000, 1, "normal", False), (1, 5000, 64, "ties", True), (1, 70000, 256, "normal", True),
@@ -148,18 +171,19 @@ def _assert_reference(scores, ids, values, k):
      (256, 8192, 4, "normal", True), (3, 9000, 1, "ties", True), (2, 30001, 64, "nan", True)],
 )  # fmt: skip
 def test_topk(emu, variant, queries, n, k, kind, filtered):
-    """Ids and values as the reference gives them, every row; ``filtered`` says the wide kernel
-    selected among candidates for every row (not the reference path), seen in its scratch."""
+    """Ids and values as the reference gives them, every row; ``filtered`` says the register and
+    the wide kernel selected among candidates for every row (not over the row), seen in their
+    scratch."""
     ffi, lib = emu
     scores = _scores(np.random.default_rng(n + k), queries, n, kind)
     ids, values, scratch = _topk(ffi, lib, scores, k, variant)
     _assert_reference(scores, ids, values, k)
-    if variant == "wide":
-        counts = scratch[:queries].view(np.uint32)[1::2]
+    if variant != "old":
+        counts = _counts(scratch, queries)
         assert ((counts >= k) & (counts <= 16 * k + 4096)).all() == filtered
 
 
-@pytest.mark.parametrize("variant", ["wide", "old"])
+@pytest.mark.parametrize("variant", ["register", "wide", "old"])
 def test_topk_reads_rows_at_their_stride(emu, variant):
     """Rows of 20,000 cells 20,003 apart: the cells past each row's n are never taken."""
     ffi, lib = emu
@@ -169,15 +193,16 @@ def test_topk_reads_rows_at_their_stride(emu, variant):
     _assert_reference(scores[:, :20000], ids, values, 64)
 
 
-def test_wide_topk_takes_the_reference_path_when_the_candidates_overflow(emu):
+@pytest.mark.parametrize("variant", ["register", "wide"])
+def test_topk_selects_over_the_row_when_the_candidates_overflow(emu, variant):
     """A row whose top 40,000 cells tie leaves more candidates than the scratch holds: that row
     is selected in full, the other among its candidates, both as the reference gives them."""
     ffi, lib = emu
     scores = _scores(np.random.default_rng(5), 2, 70000, "normal")
     scores[1, 20000:60000] = 9.0
-    ids, values, scratch = _topk(ffi, lib, scores, 256, "wide")
+    ids, values, scratch = _topk(ffi, lib, scores, 256, variant)
     _assert_reference(scores, ids, values, 256)
-    counts = scratch[:2].view(np.uint32)[1::2]
+    counts = _counts(scratch, 2)
     assert counts[0] <= 16 * 256 + 4096 < counts[1]
 
 

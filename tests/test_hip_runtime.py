@@ -93,8 +93,8 @@ def test_the_launcher_packs_what_the_metadata_says(stand_in, tmp_path, monkeypat
     kernels.prompt_gemm(np.zeros((40, 64), np.float16), np.zeros((48, 64), np.float16))
     assert kernels.seconds == 0.25e-3  # the stand-in's 0.25 ms
     *topk, router, gemm = (line.split() for line in launches.read_text().splitlines())
-    # the wide kernel's three stages, each over the 3 rows: 3, 3 x 2 chunks of 8192, 3
-    assert [line[:3] for line in topk] == [["strata_topk", grid, "256"] for grid in "363"]
+    # the wide kernel's two stages over the 3 rows: 3, then 3 x 2 chunks of 8192
+    assert [line[:3] for line in topk] == [["strata_topk", grid, "256"] for grid in "36"]
     for stage, line in enumerate(topk):
         raw = bytes.fromhex(line[3])
         fields = [int.from_bytes(raw[a.offset : a.offset + a.size], "little")
@@ -144,8 +144,8 @@ def test_run_stops_when_the_runtime_sees_another_card(stand_in, env, tmp_path):
     )
     assert result.returncode != 0
     assert result.stderr.splitlines()[-1] == (
-        "strata-core: AMD Radeon RX 7900 XTX is gfx1100; this build of hip_rdna4 was compiled "
-        "for gfx1200, gfx1201"
+        "strata-core: error: AMD Radeon RX 7900 XTX is gfx1100; this build of hip_rdna4 was "
+        "compiled for gfx1200, gfx1201"
     )
 
 
@@ -159,8 +159,8 @@ def test_run_checks_gpu_results_against_the_host(stand_in, env, tmp_path):
     )  # fmt: skip
     assert result.returncode != 0
     assert result.stderr.splitlines()[-1] == (
-        "strata-core: matvec_q8_0 gave a wrong result in decode step 1: it differs from the "
-        "host backend's result; the strata_kernels-gfx1201.hsaco code object is not to be "
+        "strata-core: error: matvec_q8_0 gave a wrong result in decode step 1: it differs from "
+        "the host backend's result; the strata_kernels-gfx1201.hsaco code object is not to be "
         "trusted here"
     )
     assert not result.stdout or "backend" not in json.loads(result.stdout)
@@ -170,10 +170,8 @@ def test_a_variant_the_kernel_library_lacks_is_one_line(stand_in):
     runtime = HipRuntime([stand_in])
     gpu = runtime.card(0)
     kernels = GpuKernels(runtime, start_check("hip_rdna4", _library("hip_rdna4"), gpu), gpu)
-    with pytest.raises(
-        StrataError, match=r"^the GPU kernel library has no topk variant 'register' "
-    ):
-        kernels.topk(np.arange(100, dtype=np.float32), 4, "register")
+    with pytest.raises(StrataError, match=r"^the GPU kernel library has no topk variant 'auto' "):
+        kernels.topk(np.arange(100, dtype=np.float32), 4, "auto")
     kernels.close()
 
 
@@ -222,11 +220,14 @@ def test_run_on_a_card_runs_every_operation_and_variant_the_plan_chooses(
     assert (answer["backend"], answer["target"]) == ("hip", arch)
     kernels = answer["kernels"]
     assert set(kernels) == {
-        "matvec_q8_0", "router_topk", "router_topk_prompt", "topk", "topk_prompt", "prompt_gemm"
+        "matvec_q8_0", "router_topk", "router_topk_prompt", "topk", "topk_prompt", "prompt_gemm",
+        "expert_matvec_q8_0", "expert_matvec_q8_0_batch", "router_topk_batch",
     }  # fmt: skip
     assert all(k["checked"] == k["calls"] > 0 for k in kernels.values())
-    want = chosen | {"router_topk": router, "router_topk_prompt": router, "topk": "wide",
-                     "topk_prompt": "wide"}  # fmt: skip
+    want = chosen | {"router_topk": router, "router_topk_prompt": router, "topk": "register",
+                     "topk_prompt": "register", "router_topk_batch": router,
+                     "expert_matvec_q8_0": chosen["matvec_q8_0"],
+                     "expert_matvec_q8_0_batch": chosen["matvec_q8_0"]}  # fmt: skip
     assert {name: k["variant"] for name, k in kernels.items()} == want
     assert answer["gemm_library"] == {
         "library": library, "path": emulating_stand_in, "version": version
@@ -294,7 +295,7 @@ def test_a_bad_run_timeout_is_one_line(env, tmp_path, value):
     )
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1] == (
-        f"strata-core: STRATA_RUN_TIMEOUT={value}: expected a positive number of seconds"
+        f"strata-core: error: STRATA_RUN_TIMEOUT={value}: expected a positive number of seconds"
     )
 
 

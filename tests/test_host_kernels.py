@@ -1,6 +1,7 @@
 """The host kernels against their numpy references, each test once on every instruction set
 this CPU has (the portable code is the reference of behaviour)."""
 
+import expert_cases
 import numpy as np
 import pytest
 from conftest import BEST_HOST_ISA, CPU_HOST_ISAS, HOST_ISAS
@@ -22,8 +23,8 @@ def lib(request):
 
 
 def test_the_library_says_its_abi_and_operations(lib):
-    assert lib.lib.strata_abi_version() == 4
-    assert lib.operations == ("matvec_q8_0", "router_topk", "topk")
+    assert lib.lib.strata_abi_version() == 5
+    assert lib.operations == ("matvec_q8_0", "expert_matvec_q8_0", "router_topk", "topk")
     assert lib.isa in CPU_HOST_ISAS
     assert lib.ffi.string(lib.lib.strata_isa()).decode() == lib.isa
     assert lib.path.is_absolute() and lib.path.parent.name == "host"
@@ -72,6 +73,64 @@ def test_matvec_rejects_shapes_that_do_not_fit(lib):
             np.zeros(32, np.int8),
             np.zeros(1, np.float32),
         )
+
+
+@pytest.mark.parametrize(("experts", "tokens", "k", "rows", "cols", "kind"), expert_cases.CASES)
+def test_expert_matvec_q8_0(lib, experts, tokens, k, rows, cols, kind):
+    qs, d, ids, xq, xd = expert_cases.make(experts, tokens, k, rows, cols, kind)
+    expected = reference.expert_matvec_q8_0(qs, d, ids, xq, xd)
+    got = lib.expert_matvec_q8_0(qs, d, ids, xq, xd)
+    assert got.shape == (tokens, k, rows)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
+
+
+def test_expert_matvec_is_each_pairs_matvec(lib):
+    """A pair's output is the plain matvec of its expert and token, to the bit."""
+    qs, d, ids, xq, xd = expert_cases.make(8, 64, 2, 37, 160, "router")
+    got = lib.expert_matvec_q8_0(qs, d, ids, xq, xd)
+    for token, slot in [(0, 0), (17, 1), (63, 0)]:
+        expert = ids[token, slot]
+        want = lib.matvec_q8_0(qs[expert], d[expert], xq[token], xd[token])
+        np.testing.assert_array_equal(got[token, slot], want)
+
+
+def _expert_call(lib, qs, d, ids, xq, xd, *, experts, k, cols, null=False):
+    ffi, tokens = lib.ffi, ids.shape[0]
+    return lib.lib.strata_expert_matvec_q8_0(
+        ffi.NULL if null else ffi.from_buffer("int8_t[]", qs),
+        ffi.from_buffer("uint16_t[]", d.view(np.uint16)), ffi.from_buffer("int32_t[]", ids),
+        ffi.from_buffer("int8_t[]", xq), ffi.from_buffer("float[]", xd),
+        ffi.from_buffer("float[]", np.empty(ids.size * qs.shape[1], np.float32)),
+        experts, tokens, k, qs.shape[1], cols,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "bad", ["id = experts", "id = -1", "k = 0", "no experts", "cols not of 32", "null"]
+)
+def test_expert_matvec_refuses_bad_arguments(lib, bad):
+    qs, d, ids, xq, xd = expert_cases.make(4, 2, 2, 8, 64, "router")
+    args = {"experts": 4, "k": 2, "cols": 64}
+    if bad == "id = experts":
+        ids[1, 1] = 4
+    elif bad == "id = -1":
+        ids[0, 0] = -1
+    elif bad == "k = 0":
+        args["k"] = 0
+    elif bad == "no experts":
+        args["experts"] = 0
+    elif bad == "cols not of 32":
+        args["cols"] = 63
+    assert _expert_call(lib, qs, d, ids, xq, xd, null=bad == "null", **args) == -1
+
+
+def test_expert_matvec_refuses_ids_and_shapes_that_do_not_fit(lib):
+    qs, d, ids, xq, xd = expert_cases.make(4, 2, 2, 8, 64, "router")
+    ids[0, 1] = 4
+    with pytest.raises(StrataError, match="an expert id is outside 0..3"):
+        lib.expert_matvec_q8_0(qs, d, ids, xq, xd)
+    with pytest.raises(StrataError, match="do not fit together"):
+        lib.expert_matvec_q8_0(qs, d, ids[:1], xq, xd)
 
 
 @pytest.mark.parametrize("variant", ["auto", "register", "wide", "old"])

@@ -82,9 +82,19 @@ def test_drm_device_found_through_card_uevent_when_render_node_is_missing(tmp_pa
 
 def test_cpu_only_machine_and_no_kfd(tmp_path):
     assert kfd.walk(write_sysfs(tmp_path / "cpu", [], cpu_nodes=2)) == kfd.Detection()
-    nothing = kfd.walk(tmp_path / "empty")
-    assert nothing.reports == () and nothing.problems == ()
-    assert "no KFD topology" in nothing.notes[0]
+    assert kfd.walk(tmp_path / "empty") == kfd.Detection()
+
+
+def test_no_kfd_beside_an_amd_display_function_asks_for_the_driver(tmp_path):
+    function = tmp_path / "bus/pci/devices/0000:03:00.0"
+    function.mkdir(parents=True)
+    (function / "vendor").write_text("0x1002\n")
+    (function / "class").write_text("0x030000\n")
+    found = kfd.walk(tmp_path)
+    assert found.reports == () and found.problems == ()
+    assert found.notes == (
+        f"no KFD topology at {tmp_path / NODES} (is the amdgpu driver loaded?)",
+    )
 
 
 def test_garbage_lines_are_reported_with_their_line_and_the_rest_is_read(tmp_path):

@@ -103,7 +103,7 @@ def test_an_engine_that_cannot_start(env, tmp_path, make, status, why):
     result = strata_core("run", "--sysfs", str(tmp_path), "--", str(engine), env=env, check=False)
     assert result.returncode == status
     assert result.stderr.splitlines()[-1] == (
-        f"strata-core: cannot start the engine {engine}: {why}"
+        f"strata-core: error: cannot start the engine {engine}: {why}"
     )
 
 
@@ -223,5 +223,6 @@ def test_run_with_no_engine_anywhere_says_where_to_name_one(tmp_path, env):
     result = strata_core("run", "--sysfs", str(tmp_path), "--", env=env, check=False)
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1] == (
-        "strata-core: run --: name the engine to start after --, or as exe in the run config"
+        "strata-core: error: run --: name the engine to start after --, or as exe in the run "
+        "config"
     )

@@ -1,4 +1,4 @@
-"""One logging layer: every diagnostic on stderr through structlog, for people or machines."""
+"""One logging layer: every diagnostic on stderr, for people or (through structlog) machines."""
 
 import json
 import os
@@ -59,7 +59,7 @@ def test_a_bad_log_level_is_one_line(pc):
     result = strata_core("plan", env=pc | {"STRATA_LOG_LEVEL": "loud"}, check=False)
     assert result.returncode == 2
     assert result.stderr == (
-        "strata-core: STRATA_LOG_LEVEL=loud: expected one of debug, info, warning, error\n"
+        "strata-core: error: STRATA_LOG_LEVEL=loud: expected one of debug, info, warning, error\n"
     )
 
 
@@ -84,10 +84,50 @@ def test_logfmt_lines_for_machines(pc):
     assert all(line.startswith("level=") for line in lines)
 
 
-def test_errors_keep_their_one_line(pc):
-    result = strata_core("plan", "--device", "gfx9000", env=pc, check=False)
-    assert result.returncode == 2 and result.stderr.count("\n") == 1
-    assert result.stderr.startswith("strata-core: --device gfx9000: not a target strata knows")
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (("plan", "--device", "gfx9000"), "--device gfx9000: not a target strata knows"),
+        (("plan", "--kv", "bogus"), "plan: argument --kv: invalid choice: 'bogus'"),
+        (("plgins",), "'plgins' is not a command"),
+    ],
+)
+def test_an_error_is_one_line_labelled_as_an_error(pc, args, line):
+    result = strata_core(*args, env=pc, check=False)
+    assert result.returncode == 2
+    (said,) = result.stderr.splitlines()
+    assert said.startswith(f"strata-core: error: {line}")
+
+
+def plan_on_a_full_stdout(pc, *options):
+    """`strata-core plan OPTIONS > /dev/full` as a shell runs it."""
+    with open("/dev/full", "w") as full:
+        return subprocess.run(
+            [sys.executable, "-m", "strata_core", "plan", *options],
+            env=pc,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+        )
+
+
+def test_a_full_standard_output_is_an_error_line(pc):
+    result = plan_on_a_full_stdout(pc)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        "strata-core: error: cannot write to standard output (No space left on device)"
+    )
+    for cached in (False, True):  # an answer from the cache is said in the chosen format too
+        if cached:
+            strata_core("plan", "--log-format", "json", env=pc)
+        result = plan_on_a_full_stdout(pc, "--log-format", "json")
+        assert result.returncode == 2
+        last = timed(json.loads(result.stderr.splitlines()[-1]))
+        assert last == {
+            "level": "error",
+            "msg": "cannot write to standard output (No space left on device)",
+        }
 
 
 def test_usage_errors_are_said_in_the_chosen_format(pc):
@@ -135,3 +175,8 @@ def _read(fd: int) -> bytes:
         return os.read(fd, 4096)
     except OSError:  # the terminal's other side closed
         return b""
+
+
+def test_help_says_how_an_error_line_reads(env):
+    top = strata_core("--help", env=env).stdout
+    assert "errors as\n'strata-core: error: LINE'" in top

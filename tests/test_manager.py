@@ -1,7 +1,9 @@
 """Discovery through entry points, allow and deny lists, broken plugins, API versions, ties."""
 
+import importlib.metadata
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -310,3 +312,35 @@ def test_detectors_are_asked_side_by_side_and_answer_in_their_order(env, tmp_pat
     order = [i.plugin_name for i in manager.pm.hook.strata_detect_devices.get_hookimpls()]
     assert [(name, detection.notes) for name, detection in answers] == [(n, (n,)) for n in order]
     assert manager.problems == []
+
+
+
+def _discovered(env):
+    manager = PluginManager.discover(env)
+    return manager.records, manager.problems
+
+
+def test_a_start_with_the_same_distributions_reads_the_plugin_index(site, env, monkeypatch):
+    first = _discovered(env)
+    assert list(Path(env["STRATA_CACHE_DIR"]).glob("entry-points-*.marshal"))
+
+    def unread(**_):
+        raise AssertionError("package metadata read again")
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", unread)
+    assert _discovered(env) == first
+
+
+def test_a_distribution_installed_or_changed_after_the_index_is_seen(site, env):
+    _discovered(env)
+    modules = {"late_plugin.py": GOOD}
+    write_distribution(site, "late", "1.0", {"late": "late_plugin:plugin"}, modules)
+    try:
+        assert _discovered(env)[0]["late"].distribution == "late"
+        (site / "late-1.0.dist-info/entry_points.txt").write_text(
+            "[strata.arch]\nrenamed = late_plugin:plugin\n"
+        )
+        records = _discovered(env)[0]
+        assert "renamed" in records and "late" not in records
+    finally:
+        sys.modules.pop("late_plugin", None)

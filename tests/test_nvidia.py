@@ -66,6 +66,18 @@ def test_the_driver_describes_the_card_and_the_cuda_backend_runs_it(nvidia_tree,
     assert plan["kernels"]["matvec_q8_0"]["variant"] == "dp4a"
 
 
+def test_a_pc_with_only_an_nvidia_card_hears_nothing_of_kfd(tmp_path, env, stand_in, with_driver):
+    root = write_nvidia_gpu(tmp_path / "sys", PCI)
+    quiet = run("devices", "--sysfs", str(root), env=with_driver(env, stand_in))
+    assert quiet.returncode == 0 and "KFD" not in quiet.stderr
+    assert not [n for n in devices_json(root, with_driver(env, stand_in))["notes"] if "KFD" in n]
+    said = run("devices", "-v", "--sysfs", str(root), env=with_driver(env, stand_in)).stderr
+    assert (
+        f"strata-core: debug: no KFD topology at {root}/class/kfd/kfd/topology/nodes; no AMD "
+        "PCI display function either"
+    ) in said.splitlines()
+
+
 def test_cuda_visible_devices_hides_the_card_as_the_driver_does(nvidia_tree, env, stand_in, with_driver):
     answer = devices_json(nvidia_tree, with_driver(env, stand_in, CUDA_VISIBLE_DEVICES="-1"))
     amd, nvidia = answer["devices"]
@@ -138,7 +150,9 @@ def test_run_on_an_nvidia_card_runs_every_kernel_through_the_driver(
     assert kernels["matvec_q8_0"]["bandwidth_of_read"] is not None
     assert {name: k["variant"] for name, k in kernels.items()} == {
         "matvec_q8_0": "dp4a", "router_topk": "fast", "router_topk_prompt": "fast",
-        "topk": "wide", "topk_prompt": "wide", "prompt_gemm": "cublaslt",
+        "topk": "register", "topk_prompt": "register", "prompt_gemm": "cublaslt",
+        "expert_matvec_q8_0": "dp4a", "expert_matvec_q8_0_batch": "dp4a",
+        "router_topk_batch": "fast",
     }  # fmt: skip
     assert answer["gemm_library"] == {
         "library": "cuBLASLt", "path": emulating_stand_in, "version": "120804"
@@ -185,8 +199,8 @@ def test_a_driver_older_than_the_ptx_is_refused_before_any_launch(
     result = run("run", "--profile", str(TINY), "--sysfs", str(root), env=driver)
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1] == (
-        f"strata-core: the CUDA driver {stand_in} is CUDA 11.7; strata_kernels-sm_90.ptx is "
-        "PTX ISA 7.8, which needs CUDA 11.8 (driver 520 or newer): update the NVIDIA driver"
+        f"strata-core: error: the CUDA driver {stand_in} is CUDA 11.7; strata_kernels-sm_90.ptx "
+        "is PTX ISA 7.8, which needs CUDA 11.8 (driver 520 or newer): update the NVIDIA driver"
     )
     assert not launches.exists()
 
@@ -197,7 +211,8 @@ def test_gpus_names_cuda_devices_when_the_cuda_backend_runs(nvidia_tree, env, st
     )
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1] == (
-        "strata-core: --gpus from command line: no CUDA device 1 (visible CUDA devices: 0)"
+        "strata-core: error: --gpus from command line: no CUDA device 1 (visible CUDA devices: "
+        "0)"
     )
 
 

@@ -10,37 +10,37 @@ from cli_runner import strata_core
 @pytest.mark.parametrize(
     ("args", "line"),
     [
-        (("plan", "--output", "x.toml"), "strata-core: --output writes the run config of --toml; "
+        (("plan", "--output", "x.toml"), "--output writes the run config of --toml; "
          "give --toml too"),
-        (("plan", "--integrated"), "strata-core: --integrated describes a card named with "
+        (("plan", "--integrated"), "--integrated describes a card named with "
          "--device; give --device too"),
-        (("run", "--threads", "0"), "strata-core: run: argument --threads: expected a whole "
+        (("run", "--threads", "0"), "run: argument --threads: expected a whole "
          "number from 1, got '0'"),
-        (("plan", "--device", ""), "strata-core: plan: argument --device: expected a target "
+        (("plan", "--device", ""), "plan: argument --device: expected a target "
          "such as gfx1201, got nothing"),
-        (("plan", "--gpus", ""), "strata-core: --gpus : expected HIP numbers such as 1,0, or "
+        (("plan", "--gpus", ""), "--gpus : expected HIP numbers such as 1,0, or "
          "all"),
-        (("plan", "--ple-table-gib", "nan"), "strata-core: plan: argument --ple-table-gib: "
+        (("plan", "--ple-table-gib", "nan"), "plan: argument --ple-table-gib: "
          "expected a finite number of GiB from 0, got 'nan'"),
-        (("plan", "--ple-table-gib", "-1"), "strata-core: plan: argument --ple-table-gib: "
+        (("plan", "--ple-table-gib", "-1"), "plan: argument --ple-table-gib: "
          "expected a finite number of GiB from 0, got '-1'"),
-        (("run", "--json", "--", "engine"), "strata-core: run --json reports the workload; "
+        (("run", "--json", "--", "engine"), "run --json reports the workload; "
          "with -- ENGINE the engine runs instead"),
-        (("tune", "--dry-run"), "strata-core: --dry-run is for tune --switches; give "
+        (("tune", "--dry-run"), "--dry-run is for tune --switches; give "
          "--switches too"),
-        (("tune", "--switches", "--tokens", "256"), "strata-core: --tokens is for a table "
+        (("tune", "--switches", "--tokens", "256"), "--tokens is for a table "
          "calibration, not tune --switches"),
-        (("plan", "--device", "gfx1201", "--gpus", "0,1"), "strata-core: --gpus is about the "
+        (("plan", "--device", "gfx1201", "--gpus", "0,1"), "--gpus is about the "
          "cards of this PC; --device plans for a card that is not in it"),
-        (("plan", "--device", "gfx1201", "--hip"), "strata-core: --hip is about the cards of "
+        (("plan", "--device", "gfx1201", "--hip"), "--hip is about the cards of "
          "this PC; --device plans for a card that is not in it"),
-        (("plan", "--device", "gfx1201", "--explain", ""), "strata-core: --explain needs a "
+        (("plan", "--device", "gfx1201", "--explain", ""), "--explain needs a "
          "switch name, such as STRATA_HIP_WMMA or --pcie-frac"),
-        (("plan", "--sysfs", ".", "--hipblaslt", "banana"), "strata-core: --hipblaslt banana: "
+        (("plan", "--sysfs", ".", "--hipblaslt", "banana"), "--hipblaslt banana: "
          "expected a version such as 1.4.1 or 100401"),
-        (("plan", "--toml", "--force"), "strata-core: --force lets --output replace a file; "
+        (("plan", "--toml", "--force"), "--force lets --output replace a file; "
          "give --output too"),
-        (("plan", "--pack", "iq9"), "strata-core: plan: argument --pack: 'iq9' is not a pack "
+        (("plan", "--pack", "iq9"), "plan: argument --pack: 'iq9' is not a pack "
          "format (IQ3_S, IQ3_XXS, Q2_0, IQ2_XS, IQ2_S, IQ1_M, IQ4_XS, UD-IQ4_XS, Q2_K, Q3_K, "
          "Q4_K, Q5_K, Q6_K, Q8_0, Q5_1)"),
     ],
@@ -48,7 +48,7 @@ from cli_runner import strata_core
 def test_an_option_that_would_be_ignored_is_one_line(env, tmp_path, args, line):
     result = strata_core(*args, env=env, check=False, cwd=tmp_path)
     assert result.returncode == 2
-    assert result.stderr == line + "\n"
+    assert result.stderr == f"strata-core: error: {line}\n"
 
 
 @pytest.mark.parametrize(
@@ -67,8 +67,8 @@ def test_explain_suggests_the_closest_name(env):
     )
     assert result.returncode == 2
     assert result.stderr == (
-        "strata-core: --explain STRATA_HIP_WMAM: no switch of hip_rdna4 has that name; did you "
-        "mean STRATA_HIP_WMMA?\n"
+        "strata-core: error: --explain STRATA_HIP_WMAM: no switch of hip_rdna4 has that name; "
+        "did you mean STRATA_HIP_WMMA?\n"
     )
 
 
@@ -86,14 +86,14 @@ def test_a_usage_error_with_json_is_a_json_answer(env, tmp_path, args, error):
     answer = json.loads(result.stdout)
     assert answer["schema_version"] == 1 and answer["exit"] == 2
     assert answer["error"].startswith(error)
-    assert result.stderr == f"strata-core: {answer['error']}\n"
+    assert result.stderr == f"strata-core: error: {answer['error']}\n"
 
 
 def test_a_misspelt_command_gets_a_suggestion(env):
     result = strata_core("plgins", env=env, check=False)
     assert result.returncode == 2
     assert result.stderr == (
-        "strata-core: 'plgins' is not a command (plugins, devices, env, plan, run, tune, "
+        "strata-core: error: 'plgins' is not a command (plugins, devices, env, plan, run, tune, "
         "table); did you mean plugins?\n"
     )
 
@@ -142,7 +142,7 @@ def test_plan_toml_does_not_replace_a_file_without_force(env, tmp_path):
     refused = strata_core(*chosen, env=env, check=False)
     assert refused.returncode == 2 and mine.read_text() == "# my notes\ngpu = 1\n"
     assert refused.stderr.splitlines()[-1] == (
-        f"strata-core: --output {mine}: the file exists; --force replaces it (its comments "
+        f"strata-core: error: --output {mine}: the file exists; --force replaces it (its comments "
         "and all)"
     )
     strata_core(*chosen, "--force", env=env)

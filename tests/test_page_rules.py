@@ -63,19 +63,16 @@ def test_topk_stream_is_calibrated_on_a_prompt_read(env, tmp_path, host_isa):
 
 
 def test_the_plan_names_both_top_k_kernels(env):
-    """On a card the plan quotes the page's band for each top-k, and says that the register
-    band runs the GPU library's wide kernel."""
+    """On a card the plan quotes the page's band for each top-k: the wide kernel on a prompt
+    read from 90K cells, the register kernel below 135K cells on a decode step."""
     chosen = kernels(env, "gfx1201")
     assert chosen["topk_prompt"]["variant"] == "wide"
     assert chosen["topk_prompt"]["reason"].endswith(
         "131072 cells on a prompt read: '(and from about 90K cells on a prompt read) the top-k "
         "selection runs the wide kernel'"
     )
-    assert chosen["topk"]["variant"] == "wide"
-    assert chosen["topk"]["reason"].endswith(
-        "131072 cells: below 135K the register kernel; the GPU kernel library has no register "
-        "kernel, and its wide kernel gives the same ids"
-    )
+    assert chosen["topk"]["variant"] == "register"
+    assert chosen["topk"]["reason"].endswith("131072 cells: below 135K the register kernel")
 
 
 # Prompt GEMMs: "hipBLAS, or hipBLASLt with a matching tuning table"; STRATA_PF_GEMM "gfx11
@@ -179,8 +176,8 @@ def test_a_chosen_card_no_plugin_runs_is_refused(env, tmp_path):
         result = strata_core(command, "--sysfs", str(root), "--gpus", "1,0", env=env, check=False)
         assert result.returncode == 2 and result.stderr.count("\n") == 1
         assert result.stderr.startswith(
-            "strata-core: --gpus from command line: HIP 1 is RX 5500 / RX 5500 XT (gfx1012, "
-            "RDNA1), which no installed plugin runs gfx1012 (RDNA1)"
+            "strata-core: error: --gpus from command line: HIP 1 is RX 5500 / RX 5500 XT "
+            "(gfx1012, RDNA1), which no installed plugin runs gfx1012 (RDNA1)"
         )
         assert result.stderr.endswith(
             "; every chosen card must be one of the supported architectures\n"
@@ -217,8 +214,8 @@ def test_hip_ordinal_is_read_and_never_overridden(env, tmp_path):
     refused = strata_core("plan", *chosen, env=env, check=False)
     assert refused.returncode == 2
     assert refused.stderr == (
-        f"strata-core: {config}:1: hip_ordinal: 0, but gpu is 1: neither is overridden, so "
-        "the config must name one card\n"
+        f"strata-core: error: {config}:1: hip_ordinal: 0, but gpu is 1: neither is overridden, "
+        "so the config must name one card\n"
     )
 
 
@@ -320,7 +317,9 @@ def test_device_takes_a_target_that_an_installed_plugin_claims(env, tmp_path):
     assert (answer["device"]["gfx"], answer["plugin"]) == ("gfx1036", "raphael")
     refused = strata_core("plan", "--device", "gfx1036", env=env, check=False)
     assert refused.returncode == 2
-    assert refused.stderr.startswith("strata-core: --device gfx1036: not a target strata knows (")
+    assert refused.stderr.startswith(
+        "strata-core: error: --device gfx1036: not a target strata knows ("
+    )
     assert refused.stderr.endswith(") nor one an installed plugin claims\n")
 
 

@@ -204,7 +204,7 @@ def test_strix_halo_defaults(env, tmp_path):
 def test_user_errors(pc, args, extra_env, message):
     result = run(*args, env=pc | extra_env, check=False)
     assert result.returncode == 2
-    assert result.stderr.startswith(f"strata-core: {message}")
+    assert result.stderr.startswith(f"strata-core: error: {message}")
     assert result.stderr.count("\n") == 1
 
 
@@ -225,5 +225,5 @@ def test_malformed_config_is_one_line(pc, tmp_path):
     result = run("--config", str(config), env=pc, check=False)
     assert (result.returncode, result.stderr) == (
         2,
-        f"strata-core: {config}:2: env.STRATA_HC_Q8: expected a string, got False\n",
+        f"strata-core: error: {config}:2: env.STRATA_HC_Q8: expected a string, got False\n",
     )

@@ -41,12 +41,22 @@ def test_no_gpu_runs_the_host_workload_and_checks_every_result(env, tmp_path, ho
     assert set(kernels) == {
         "matvec_q8_0",
         "router_topk",
+        "expert_matvec_q8_0",
+        "router_topk_batch",
+        "expert_matvec_q8_0_batch",
         "router_topk_prompt",
         "topk",
         "topk_prompt",
         "prompt_gemm",
     }
     assert kernels["matvec_q8_0"]["calls"] == kernels["matvec_q8_0"]["checked"] == 3
+    # tiny.toml's decode steps: one token, then a batch of 4, then one token
+    assert kernels["expert_matvec_q8_0"]["calls"] == kernels["expert_matvec_q8_0"]["checked"] == 2
+    assert kernels["expert_matvec_q8_0_batch"]["checked"] == 1
+    assert kernels["router_topk_batch"]["throughput"] == pytest.approx(
+        4 / (kernels["router_topk_batch"]["median_ms"] / 1e3), rel=1e-2
+    )
+    assert kernels["expert_matvec_q8_0"]["variant"] == host_isa
     assert kernels["topk"]["calls"] == kernels["topk"]["checked"] == 3
     assert kernels["topk_prompt"]["calls"] == kernels["topk_prompt"]["checked"] == 2
     assert kernels["prompt_gemm"]["checked"] == 2
@@ -77,7 +87,7 @@ def test_a_profile_is_taken_by_name_or_as_a_file(env, tmp_path):
     assert answer["kernels"]["topk"]["reason"].startswith("524288 cells, k 256: ")
     missing = run("--profile", "huge-moe", "--sysfs", str(tmp_path), env=env, check=False)
     assert missing.returncode != 0
-    assert missing.stderr.splitlines()[-1].startswith("strata-core: huge-moe: cannot read")
+    assert missing.stderr.splitlines()[-1].startswith("strata-core: error: huge-moe: cannot read")
 
 
 def test_human_report(env, tmp_path):
@@ -133,7 +143,7 @@ def test_a_malformed_profile_is_one_line(env, tmp_path):
     result = run("--profile", str(bad), "--sysfs", str(tmp_path), env=env, check=False)
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1] == (
-        f"strata-core: {bad}: hidden must be a multiple of 32 (Q8_0 blocks)"
+        f"strata-core: error: {bad}: hidden must be a multiple of 32 (Q8_0 blocks)"
     )
 
 
@@ -158,6 +168,64 @@ def test_a_wrong_kernel_result_stops_the_run(monkeypatch):
     )
     with pytest.raises(StrataError, match="topk gave a wrong result in decode step 1"):
         workload.check(inputs, results, kernels, reference, gemm, "numpy", "the host library")
+
+
+def _host_choices():
+    return {
+        op: KernelChoice(op, variant, "test")
+        for op, variant in (
+            ("matvec_q8_0", "avx2"),
+            ("router_topk", "fast"),
+            ("topk", "register"),
+            ("topk_prompt", "wide"),
+            ("prompt_gemm", "blas"),
+        )
+    }
+
+
+def test_the_expert_step_takes_the_routers_ids_and_reports_the_experts_it_read():
+    lib, kernels = HostLibrary(), _host_choices()
+    inputs = workload.make_inputs(profile.load(TINY))
+    gemm = PromptGemm(inputs.w)
+    results = workload.execute(
+        lib, gemm, workload.wall_clock, inputs, kernels, TunedDispatch(None, "host BLAS")
+    )
+    ops = [call.report for call in inputs.calls[:8]]
+    assert ops == [
+        "matvec_q8_0", "router_topk", "expert_matvec_q8_0", "topk",
+        "matvec_q8_0", "router_topk_batch", "expert_matvec_q8_0_batch", "topk",
+    ]  # fmt: skip
+    batch_ids = results[5][0][0]
+    assert results[6][0].shape == (4, 6, 128)
+    reports = workload.check(inputs, results, kernels, reference, gemm, "numpy", "the host")
+    expert_bytes = inputs.expert_qs[0].nbytes + inputs.expert_d[0].nbytes
+    assert reports["expert_matvec_q8_0"].bytes_read == 6 * expert_bytes
+    assert reports["expert_matvec_q8_0_batch"].bytes_read == (
+        len(np.unique(batch_ids)) * expert_bytes
+    )
+
+
+def test_a_wrong_expert_result_stops_the_run(monkeypatch):
+    lib, kernels = HostLibrary(), _host_choices()
+    real = lib.expert_matvec_q8_0
+    monkeypatch.setattr(
+        lib, "expert_matvec_q8_0", lambda qs, d, ids, xq, xd: real(qs, d, ids[:, ::-1], xq, xd)
+    )
+    inputs = workload.make_inputs(profile.load(TINY))
+    gemm = PromptGemm(inputs.w)
+    results = workload.execute(
+        lib, gemm, workload.wall_clock, inputs, kernels, TunedDispatch(None, "host BLAS")
+    )
+    wrong = "expert_matvec_q8_0 gave a wrong result in decode step 1"
+    with pytest.raises(StrataError, match=wrong):
+        workload.check(inputs, results, kernels, reference, gemm, "numpy", "the host library")
+
+
+def test_the_large_moe_profile_is_the_issues_layer():
+    """hidden 7168, 2048 rows an expert, 256 experts, k 8; decode steps of 1 and 64 tokens."""
+    w = profile.load(profile.named("large-moe"))
+    assert (w.hidden, w.ffn, w.experts, w.experts_per_token) == (7168, 2048, 256, 8)
+    assert w.decode_batch_tokens == 64 and w.decode_steps >= 2
 
 
 def test_the_shipped_profile_loads():

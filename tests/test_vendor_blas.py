@@ -275,8 +275,8 @@ def test_tune_host_calibrates_the_host_backend_where_a_card_runs(
     refused = strata_core(*case, "--profile", str(profile), env=carried, check=False)
     assert refused.returncode == 2
     assert refused.stderr.splitlines() == [
-        "strata-core: --profile gives the shapes of a card's calibration or of tune --switches; "
-        "the host backend's calibration takes --case"
+        "strata-core: error: --profile gives the shapes of a card's calibration or of tune "
+        "--switches; the host backend's calibration takes --case"
     ]
 
 
@@ -291,9 +291,9 @@ def test_tune_where_the_prompt_gemms_run_no_library_is_one_line(tmp_path, env, s
     result = strata_core("tune", "--sysfs", str(root), env=carried, check=False)
     assert result.returncode == 2
     assert result.stderr.splitlines() == [
-        "strata-core: tune: the prompt GEMMs on RX 7900 XT / RX 7900 XTX run no vendor library "
-        "(STRATA_PF_GEMM=1: the prompt's FP16 projections on the 128 x 256 WMMA GEMM); nothing "
-        "to calibrate on the card (--host calibrates the host backend)"
+        "strata-core: error: tune: the prompt GEMMs on RX 7900 XT / RX 7900 XTX run no vendor "
+        "library (STRATA_PF_GEMM=1: the prompt's FP16 projections on the 128 x 256 WMMA GEMM); "
+        "nothing to calibrate on the card (--host calibrates the host backend)"
     ]
 
 
@@ -354,5 +354,6 @@ def test_tune_on_a_card_that_takes_no_table_is_one_line(tmp_path, env, stand_in)
     result = strata_core("tune", "--sysfs", str(root), env=carried, check=False)
     assert result.returncode == 2
     (line,) = result.stderr.splitlines()
-    assert line.startswith("strata-core: tune: ") and "(gfx906) takes no tuning table" in line
+    assert line.startswith("strata-core: error: tune: ")
+    assert "(gfx906) takes no tuning table" in line
     assert line.endswith("nothing to calibrate on the card (--host calibrates the host backend)")

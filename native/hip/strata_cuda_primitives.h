@@ -1,8 +1,8 @@
 // The hardware primitives of strata_kernels.hip for NVIDIA GPUs, built by clang as CUDA device
-// code to PTX without the CUDA headers: ids and the grid's size, the block barrier, the warp
-// butterfly shuffle, the warp maximum and minimum (redux.sync, sm_80 and newer), e^x and the
-// signed int8 dot4 (dp4a, sm_61 and newer). A CUDA warp is the kernels' 32-lane logical warp,
-// so this is the reverse of the reference page's gfx906 compat layer.
+// code to PTX without the CUDA headers: ids and the grid's size, the block barrier, the device
+// fence, the warp butterfly shuffle, the warp maximum and minimum (redux.sync, sm_80 and
+// newer), e^x and the signed int8 dot4 (dp4a, sm_61 and newer). A CUDA warp is the kernels'
+// 32-lane logical warp, so this is the reverse of the reference page's gfx906 compat layer.
 #define KERNEL extern "C" __attribute__((global)) __attribute__((launch_bounds(STRATA_BLOCK)))
 #define DEVICE static __attribute__((device)) inline
 #define SHARED __attribute__((shared))
@@ -12,6 +12,7 @@ DEVICE unsigned thread_id() { return __nvvm_read_ptx_sreg_tid_x(); }
 DEVICE unsigned block_id() { return __nvvm_read_ptx_sreg_ctaid_x(); }
 DEVICE unsigned grid_size() { return __nvvm_read_ptx_sreg_nctaid_x(); }
 DEVICE void sync_block() { __nvvm_bar_sync(0); }
+DEVICE void fence_device() { __nvvm_membar_gl(); }
 
 DEVICE int warp_xor(int value, int mask) {
   return __nvvm_shfl_sync_bfly_i32(0xffffffffu, value, mask, 0x1f);

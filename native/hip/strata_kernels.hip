@@ -49,6 +49,9 @@ DEVICE void sync_block() {
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
 }
 
+// Orders this thread's memory accesses before and after it for the whole device.
+DEVICE void fence_device() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "agent"); }
+
 // Lane l of a logical warp reads lane l ^ mask of the same warp. ds_bpermute addresses the
 // hardware wavefront; mask < 32 keeps a wave64 read inside its own 32-lane half.
 DEVICE int warp_xor(int value, int mask) {
@@ -78,7 +81,7 @@ typedef float float8 __attribute__((ext_vector_type(8)));
 // operations (the kernels below).
 EXPORTED_DATA int strata_abi_version = STRATA_KERNEL_ABI_VERSION;
 EXPORTED_DATA char strata_operations[] =
-    "matvec_q8_0,router_topk,topk,prompt_gemm,read_bytes";
+    "matvec_q8_0,expert_matvec_q8_0,router_topk,topk,prompt_gemm,read_bytes";
 
 DEVICE unsigned warp_lane() { return thread_id() % WARP; }
 
@@ -126,44 +129,206 @@ DEVICE bool ranks_before(unsigned key, int id, unsigned other_key, int other_id)
 }
 
 // ---------------------------------------------------------------------------------------
-// matvec_q8_0: one logical warp per MATVEC_ROWS rows, so that each activation load serves
-// both; lane l takes Q8_0 blocks l, l + 32, ... (two 16-byte loads a block and row).
+// matvec_q8_0: one logical warp MATVEC_ROWS rows; lane l takes Q8_0 blocks l, l + 32, ... (two
+// 16-byte loads a block and row), MATVEC_UNROLL blocks of every row loaded before any is used,
+// so that a lane has that many reads in flight and each activation load serves every row. On
+// an H200 (bench/gpu_kernels.py) 2 rows x 2 blocks beat 1 x 2, 1 x 4, 2 x 4 and 4 x 1: equal
+// on a decode step's shapes (those are bound by the launch: 3.6 us of a 9 us call at
+// 4096 x 4096), 92% of read against 75-85% at 16384 x 32768.
 
 #define MATVEC_ROWS 2
+#define MATVEC_UNROLL 2
+// The expert step's rows: 4 blocks in flight (1 token: 69% of read against 57% with 2).
+#define EXPERT_UNROLL 4
 typedef int int4v __attribute__((ext_vector_type(4)));
 
 DEVICE int dot16(int4v w, int4v a, int acc) {
   return dot4(w.w, a.w, dot4(w.z, a.z, dot4(w.y, a.y, dot4(w.x, a.x, acc))));
 }
 
-DEVICE float q8_scale(const _Float16 *d, const float *xd, int64_t b) {
-  return (float)d[b] * xd[b];
+// The dot products of one weight row with the activations of count (1..TOKENS) tokens
+// (token t's at xq + tokens[t] * cols, xd + tokens[t] * cols / 32), summed over the warp:
+// every lane returns them in sums. The row's weights are read once for all of them.
+template <int TOKENS>
+DEVICE void q8_row_dots(const int8_t *qs_row, const _Float16 *d_row, const int8_t *xq,
+                        const float *xd, const int *tokens, int count, int64_t cols,
+                        float *sums) {
+  int64_t blocks = cols / STRATA_Q8_BLOCK;
+  const int4v *w = (const int4v *)qs_row;
+  float acc[TOKENS];
+#pragma unroll
+  for (int t = 0; t < TOKENS; ++t) acc[t] = 0.0f;
+  for (int64_t base = warp_lane(); base < blocks; base += WARP * EXPERT_UNROLL) {
+    int4v low[EXPERT_UNROLL], high[EXPERT_UNROLL];
+    float scale[EXPERT_UNROLL];
+#pragma unroll
+    for (int u = 0; u < EXPERT_UNROLL; ++u) {
+      int64_t b = base + (int64_t)WARP * u;
+      bool in = b < blocks;
+      low[u] = in ? w[2 * b] : (int4v)0;
+      high[u] = in ? w[2 * b + 1] : (int4v)0;
+      scale[u] = in ? (float)d_row[b] : 0.0f;
+    }
+#pragma unroll
+    for (int t = 0; t < TOKENS; ++t) {
+      if (t >= count) break;
+      const int4v *a = (const int4v *)(xq + (int64_t)tokens[t] * cols);
+      const float *a_scale = xd + (int64_t)tokens[t] * blocks;
+#pragma unroll
+      for (int u = 0; u < EXPERT_UNROLL; ++u) {
+        int64_t b = base + (int64_t)WARP * u;
+        if (b < blocks)
+          acc[t] += scale[u] * a_scale[b] * (float)dot16(high[u], a[2 * b + 1],
+                                                         dot16(low[u], a[2 * b], 0));
+      }
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < TOKENS; ++t) {
+    if (t >= count) break;
+    for (int mask = WARP / 2; mask > 0; mask /= 2) acc[t] += warp_xor(acc[t], mask);
+    sums[t] = acc[t];
+  }
+}
+
+// Rows first .. first + ROWS - 1 (the last row again past the end) with one activation vector,
+// each activation load serving them all; every lane returns the sums.
+template <int ROWS>
+DEVICE void q8_rows_dot(const int8_t *qs, const _Float16 *d, const int8_t *xq, const float *xd,
+                        int64_t first, int64_t rows, int64_t cols, float *sums) {
+  int64_t blocks = cols / STRATA_Q8_BLOCK;
+  const int4v *w[ROWS];
+  const _Float16 *scales[ROWS];
+  float acc[ROWS];
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r) {
+    int64_t row = first + r < rows ? first + r : rows - 1;
+    w[r] = (const int4v *)(qs + row * cols);
+    scales[r] = d + row * blocks;
+    acc[r] = 0.0f;
+  }
+  const int4v *a = (const int4v *)xq;
+  for (int64_t base = warp_lane(); base < blocks; base += WARP * MATVEC_UNROLL) {
+    int4v low[ROWS][MATVEC_UNROLL], high[ROWS][MATVEC_UNROLL];
+    float scale[ROWS][MATVEC_UNROLL];
+#pragma unroll
+    for (int u = 0; u < MATVEC_UNROLL; ++u) {
+      int64_t b = base + (int64_t)WARP * u;
+      bool in = b < blocks;
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r) {
+        low[r][u] = in ? w[r][2 * b] : (int4v)0;
+        high[r][u] = in ? w[r][2 * b + 1] : (int4v)0;
+        scale[r][u] = in ? (float)scales[r][b] : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < MATVEC_UNROLL; ++u) {
+      int64_t b = base + (int64_t)WARP * u;
+      if (b >= blocks) break;
+      int4v a0 = a[2 * b], a1 = a[2 * b + 1];
+      float a_scale = xd[b];
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r)
+        acc[r] += scale[r][u] * a_scale * (float)dot16(high[r][u], a1, dot16(low[r][u], a0, 0));
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r) {
+    for (int mask = WARP / 2; mask > 0; mask /= 2) acc[r] += warp_xor(acc[r], mask);
+    sums[r] = acc[r];
+  }
 }
 
 KERNEL void strata_matvec_q8_0(const int8_t *qs, const _Float16 *d, const int8_t *xq,
                                const float *xd, float *y, int64_t rows, int64_t cols) {
   int64_t first = ((int64_t)block_id() * WARPS_PER_BLOCK + thread_id() / WARP) * MATVEC_ROWS;
   if (first >= rows) return;
-  int64_t second = first + 1 < rows ? first + 1 : first;  // an odd last row is done twice
-  int64_t blocks = cols / STRATA_Q8_BLOCK;
-  const int4v *w0 = (const int4v *)(qs + first * cols);
-  const int4v *w1 = (const int4v *)(qs + second * cols);
-  const int4v *activations = (const int4v *)xq;
-  float sum0 = 0.0f, sum1 = 0.0f;
-  for (int64_t b = warp_lane(); b < blocks; b += WARP) {
-    int4v a0 = activations[2 * b], a1 = activations[2 * b + 1];
-    int dot0 = dot16(w0[2 * b + 1], a1, dot16(w0[2 * b], a0, 0));
-    int dot1 = dot16(w1[2 * b + 1], a1, dot16(w1[2 * b], a0, 0));
-    sum0 += q8_scale(d + first * blocks, xd, b) * (float)dot0;
-    sum1 += q8_scale(d + second * blocks, xd, b) * (float)dot1;
+  float sums[MATVEC_ROWS];
+  q8_rows_dot<MATVEC_ROWS>(qs, d, xq, xd, first, rows, cols, sums);
+  if (warp_lane() == 0)
+    for (int r = 0; r < MATVEC_ROWS && first + r < rows; ++r) y[first + r] = sums[r];
+}
+
+// ---------------------------------------------------------------------------------------
+// expert_matvec_q8_0, the MoE expert step: for each (token, slot) pair p = token * k + slot,
+// y[p][rows] = expert ids[p]'s rows . token's activations. Workgroup g * chunks + c takes rows
+// c * EXPERT_ROWS .. of the g-th distinct expert the ids name (in expert order: each workgroup
+// finds it from a bitmap of the named experts), gathers the pairs that chose it and reads each
+// of its rows once for up to EXPERT_TOKENS of them at a time; workgroups past the distinct
+// count end at once. Pairs are gathered EXPERT_PAIRS at a time (a round each).
+
+#define EXPERT_ROWS 64
+#define EXPERT_TOKENS 2
+#define EXPERT_PAIRS (4 * STRATA_BLOCK)
+
+SHARED unsigned expert_named[STRATA_EXPERT_MAX_EXPERTS / 32];
+SHARED int expert_pairs[EXPERT_PAIRS];
+SHARED unsigned expert_pair_count;
+SHARED int expert_chosen;
+
+KERNEL void strata_expert_matvec_q8_0(const int8_t *qs, const _Float16 *d, const int32_t *ids,
+                                      const int8_t *xq, const float *xd, float *y,
+                                      int64_t experts, int64_t tokens, int k, int64_t rows,
+                                      int64_t cols) {
+  int64_t chunks = (rows + EXPERT_ROWS - 1) / EXPERT_ROWS;
+  int64_t group = block_id() / chunks;
+  int64_t first_row = (int64_t)(block_id() % chunks) * EXPERT_ROWS;
+  int64_t pairs = tokens * k, blocks = cols / STRATA_Q8_BLOCK;
+  int64_t words = (experts + 31) / 32;
+  for (int64_t i = thread_id(); i < words; i += STRATA_BLOCK) expert_named[i] = 0;
+  sync_block();
+  for (int64_t p = thread_id(); p < pairs; p += STRATA_BLOCK) {
+    unsigned id = (unsigned)ids[p];
+    if (id < (uint64_t)experts)
+      __atomic_fetch_or(&expert_named[id / 32], 1u << (id % 32), __ATOMIC_RELAXED);
   }
-  for (int mask = WARP / 2; mask > 0; mask /= 2) {
-    sum0 += warp_xor(sum0, mask);
-    sum1 += warp_xor(sum1, mask);
+  sync_block();
+  if (thread_id() == 0) {
+    int chosen = -1;
+    int64_t seen = 0;
+    for (int64_t i = 0; i < words && chosen < 0; ++i) {
+      unsigned bits = expert_named[i];
+      int named = __builtin_popcount(bits);
+      if (group < seen + named) {
+        for (int64_t skip = group - seen; skip > 0; --skip) bits &= bits - 1;
+        chosen = (int)(i * 32 + __builtin_ctz(bits));
+      }
+      seen += named;
+    }
+    expert_chosen = chosen;
   }
-  if (warp_lane() == 0) {
-    y[first] = sum0;
-    y[second] = sum1;
+  sync_block();
+  int expert = expert_chosen;
+  if (expert < 0) return;
+  const int8_t *expert_qs = qs + (int64_t)expert * rows * cols;
+  const _Float16 *expert_d = d + (int64_t)expert * rows * blocks;
+  int64_t last_row = first_row + EXPERT_ROWS < rows ? first_row + EXPERT_ROWS : rows;
+  for (int64_t from = 0; from < pairs; from += EXPERT_PAIRS) {
+    if (thread_id() == 0) expert_pair_count = 0;
+    sync_block();
+    int64_t to = from + EXPERT_PAIRS < pairs ? from + EXPERT_PAIRS : pairs;
+    for (int64_t p = from + thread_id(); p < to; p += STRATA_BLOCK)
+      if (ids[p] == expert)
+        expert_pairs[__atomic_fetch_add(&expert_pair_count, 1u, __ATOMIC_RELAXED)] = (int)p;
+    sync_block();
+    int count = (int)expert_pair_count;
+    for (int64_t row = first_row + thread_id() / WARP; row < last_row; row += WARPS_PER_BLOCK) {
+      for (int first = 0; first < count; first += EXPERT_TOKENS) {
+        int taken = count - first < EXPERT_TOKENS ? count - first : EXPERT_TOKENS;
+        int token[EXPERT_TOKENS];
+        float sums[EXPERT_TOKENS];
+#pragma unroll
+        for (int t = 0; t < EXPERT_TOKENS; ++t)
+          token[t] = expert_pairs[first + (t < taken ? t : 0)] / k;
+        q8_row_dots<EXPERT_TOKENS>(expert_qs + row * cols, expert_d + row * blocks, xq, xd,
+                                   token, taken, cols, sums);
+        if (warp_lane() == 0)
+          for (int t = 0; t < taken; ++t)
+            y[(int64_t)expert_pairs[first + t] * rows + row] = sums[t];
+      }
+    }
+    sync_block();
   }
 }
 
@@ -320,15 +485,21 @@ KERNEL void strata_router_topk(const float *logits, int64_t tokens, int64_t expe
 // (eight bits a pass, highest first, stopping as soon as the bin of the k-th holds exactly the
 // picks still needed).
 //
-// The reference radix (STRATA_TOPK_OLD) is that select over the row itself, a workgroup a row,
-// in one launch (stage 2 alone); it reads the row once a pass. The wide kernel reads the
-// scores once: stage 0, a workgroup a row, selects over a sample of the row (TOPK_PIECES
-// pieces of a workgroup's width, spread over it) the key that about 8k cells of the row should
-// reach; stage 1, a workgroup a TOPK_FILTER_CELLS chunk of a row, appends the row's cells at
-// or above that key to the row's candidates in scratch; stage 2 selects among the candidates,
-// or over the row as the reference does where the sample left fewer than k or more than the
-// scratch holds. scratch holds, per row, two words (the key and the candidate count, or
-// TOPK_REFERENCE), after all rows' words the candidates, TOPK_CANDIDATES(k) items a row.
+// The reference radix (STRATA_TOPK_OLD, stage 2) is that select over the row itself, a
+// workgroup a row; it reads the row once a pass. The register and the wide kernel read the
+// scores once, in two launches over all rows:
+// - stage 0, a workgroup a row, holds a sample of the row in registers (TOPK_PIECES pieces of a
+//   workgroup's width, spread over it) and selects from it, to 16 bits, a key that about 4k
+//   cells of the row (and at least 16 of the sample) should reach; a row too short to sample
+//   is selected whole there, as the reference does;
+// - stage 1, a workgroup a chunk of a row (TOPK_CELLS_PER_THREAD cells a thread: the register
+//   kernel's chunks are half the wide kernel's), holds the chunk in registers (16-byte loads
+//   where the row allows) and appends its cells at or above the key to the row's candidates,
+//   each at the place one scan over the workgroup and one global atomic give it; the workgroup
+//   that finishes a row last selects among the row's candidates, or over the row itself where
+//   the key left fewer than k or more than the scratch holds.
+// scratch holds, per row, TOPK_WORDS words (the key, the candidate count or TOPK_REFERENCE, the
+// chunks done), after all rows' words the candidates, TOPK_CANDIDATES(k) items a row.
 
 typedef unsigned long long topk_item;
 
@@ -336,13 +507,16 @@ typedef unsigned long long topk_item;
 #define TOPK_BINS_PER_LANE (TOPK_BINS / WARP)
 #define TOPK_PIECES 16
 #define TOPK_LOADS 8
-#define TOPK_FILTER_CELLS (STRATA_BLOCK * 32)
+#define TOPK_SAMPLE_LAST_BIT 48
 #define TOPK_REFERENCE 0xffffffffu
+#define TOPK_WORDS 4
 #define TOPK_CANDIDATES(k) (16 * (int64_t)(k) + 4096)
+#define TOPK_CELLS_PER_THREAD(variant) ((variant) == STRATA_TOPK_REGISTER ? 16 : 32)
 
 SHARED unsigned topk_histogram[TOPK_BINS];
 SHARED topk_item topk_prefix, topk_mask;
-SHARED unsigned topk_needed, topk_done, topk_count, topk_base;
+SHARED unsigned topk_needed, topk_done, topk_count, topk_base, topk_last;
+SHARED unsigned topk_warp_counts[WARPS_PER_BLOCK];
 SHARED topk_item topk_picks[STRATA_TOPK_MAX_K];
 
 DEVICE topk_item topk_item_of(float score, int64_t id) {
@@ -350,24 +524,33 @@ DEVICE topk_item topk_item_of(float score, int64_t id) {
 }
 DEVICE int topk_id_of(topk_item item) { return (int)(0xffffffffu - (unsigned)item); }
 
-// The sum of value over the lanes below this one in its logical warp.
-DEVICE unsigned warp_sum_below(unsigned value) {
+// The sum of value over the lanes below this one in its logical warp, and over the whole warp.
+DEVICE unsigned warp_sum_below(unsigned value, unsigned &total) {
   unsigned lane = warp_lane(), group = value, below = 0;
   for (int mask = 1; mask < WARP; mask *= 2) {
     unsigned other = warp_xor(group, mask);
     if (lane & mask) below += other;
     group += other;
   }
+  total = group;
   return below;
+}
+
+// A place in the list *count counts for each lane that takes one, with one atomic a warp;
+// every lane of the warp calls it.
+DEVICE unsigned warp_append(bool take, unsigned *count) {
+  unsigned total, below = warp_sum_below(take, total), base = 0;
+  if (warp_lane() == 0 && total) base = __atomic_fetch_add(count, total, __ATOMIC_RELAXED);
+  return warp_max(base) + below;
 }
 
 // Warp 0 finds the digit of the k-th item in the histogram: lane l sums bins 255 - 8l down to
 // 248 - 8l, and the lane whose span reaches the needed count walks its own bins.
 DEVICE void topk_pick_digit(int shift) {
   unsigned lane = warp_lane(), top = TOPK_BINS - 1 - lane * TOPK_BINS_PER_LANE;
-  unsigned needed = topk_needed, span = 0;  // read before the exchange, written after it
+  unsigned needed = topk_needed, span = 0, total;  // read before the exchange, written after it
   for (unsigned b = 0; b < TOPK_BINS_PER_LANE; ++b) span += topk_histogram[top - b];
-  unsigned before = warp_sum_below(span);
+  unsigned before = warp_sum_below(span, total);
   if (before < needed && needed <= before + span) {
     needed -= before;
     unsigned digit = top;
@@ -379,29 +562,11 @@ DEVICE void topk_pick_digit(int shift) {
   }
 }
 
-// Where a select takes its items: a row's cells, a sample of a row (piece p of a workgroup's
-// width starts at p spacing; its cells keep their place in the sample as ids), or candidates.
-enum TopkSource { TOPK_FROM_ROW, TOPK_FROM_SAMPLE, TOPK_FROM_CANDIDATES };
-struct TopkItems {
-  TopkSource source;
-  const float *row;
-  const topk_item *candidates;
-  int64_t spacing;
-};
-
-DEVICE topk_item topk_item_at(const TopkItems &items, int64_t i) {
-  switch (items.source) {
-  case TOPK_FROM_ROW: return topk_item_of(items.row[i], i);
-  case TOPK_FROM_SAMPLE:
-    return topk_item_of(items.row[i / STRATA_BLOCK * items.spacing + i % STRATA_BLOCK], i);
-  default: return items.candidates[i];
-  }
-}
-
-// The workgroup's radix select of the k-th of count items, down to bit last: afterwards
-// exactly k items have (item & topk_mask) >= topk_prefix (with last 0; with last 32, at least
-// k items have a key at or above topk_prefix >> 32).
-DEVICE void topk_select(const TopkItems &items, int64_t count, int k, int last = 0) {
+// The workgroup's radix select of the k-th of its items, down to bit last: count(prefix, mask,
+// shift) adds to topk_histogram the digit at shift of each item with (item & mask) == prefix.
+// Afterwards exactly k items have (item & topk_mask) >= topk_prefix (with last 0; with a higher
+// last, at least k do).
+template <typename Count> DEVICE void topk_radix(int k, int last, Count count) {
   unsigned t = thread_id();
   if (t == 0) {
     topk_prefix = topk_mask = 0;
@@ -411,20 +576,7 @@ DEVICE void topk_select(const TopkItems &items, int64_t count, int k, int last =
   for (int shift = 56; shift >= last; shift -= 8) {
     for (unsigned b = t; b < TOPK_BINS; b += STRATA_BLOCK) topk_histogram[b] = 0;
     sync_block();
-    topk_item prefix = topk_prefix, mask = topk_mask;
-    // TOPK_LOADS items a thread read before any is counted, so that their loads overlap.
-    for (int64_t i = t; i < count; i += TOPK_LOADS * STRATA_BLOCK) {
-      topk_item x[TOPK_LOADS];
-#pragma unroll
-      for (int u = 0; u < TOPK_LOADS; ++u) {
-        int64_t at = i + (int64_t)u * STRATA_BLOCK;
-        x[u] = at < count ? topk_item_at(items, at) : 0;
-      }
-#pragma unroll
-      for (int u = 0; u < TOPK_LOADS; ++u)
-        if (i + (int64_t)u * STRATA_BLOCK < count && (x[u] & mask) == prefix)
-          __atomic_fetch_add(&topk_histogram[(x[u] >> shift) & 0xff], 1u, __ATOMIC_RELAXED);
-    }
+    count(topk_prefix, topk_mask, shift);
     sync_block();
     if (t < WARP) topk_pick_digit(shift);
     sync_block();
@@ -432,17 +584,41 @@ DEVICE void topk_select(const TopkItems &items, int64_t count, int k, int last =
   }
 }
 
-// After topk_select: the k picks, sorted best first, as ids and the row's scores.
+DEVICE void topk_histogram_add(topk_item x, topk_item prefix, topk_item mask, int shift) {
+  if ((x & mask) == prefix)
+    __atomic_fetch_add(&topk_histogram[(x >> shift) & 0xff], 1u, __ATOMIC_RELAXED);
+}
+
+// Where a select takes its items: a row's cells, or candidates.
+struct TopkItems {
+  const float *row;
+  const topk_item *candidates;  // null: the row's cells
+};
+
+DEVICE topk_item topk_item_at(const TopkItems &items, int64_t i) {
+  return items.candidates ? items.candidates[i] : topk_item_of(items.row[i], i);
+}
+
+// After a select over count items: the k picks, sorted best first, as ids and the row's scores.
 DEVICE void topk_write(const TopkItems &items, int64_t count, int k, const float *row,
                        int32_t *ids, float *values) {
   unsigned t = thread_id();
   topk_item prefix = topk_prefix, mask = topk_mask;
   if (t == 0) topk_count = 0;
   sync_block();
-  for (int64_t i = t; i < count; i += STRATA_BLOCK) {
-    topk_item x = topk_item_at(items, i);
-    if ((x & mask) >= prefix)
-      topk_picks[__atomic_fetch_add(&topk_count, 1u, __ATOMIC_RELAXED)] = x;
+  for (int64_t from = 0; from < count; from += TOPK_LOADS * STRATA_BLOCK) {
+    topk_item x[TOPK_LOADS];
+#pragma unroll
+    for (int u = 0; u < TOPK_LOADS; ++u) {
+      int64_t at = from + t + (int64_t)u * STRATA_BLOCK;
+      x[u] = at < count ? topk_item_at(items, at) : 0;
+    }
+#pragma unroll
+    for (int u = 0; u < TOPK_LOADS; ++u) {
+      bool take = from + t + (int64_t)u * STRATA_BLOCK < count && (x[u] & mask) >= prefix;
+      unsigned at = warp_append(take, &topk_count);
+      if (take) topk_picks[at] = x[u];
+    }
   }
   unsigned width = 1;
   while (width < (unsigned)k) width *= 2;
@@ -470,31 +646,84 @@ DEVICE void topk_write(const TopkItems &items, int64_t count, int k, const float
   }
 }
 
-// Stage 1: the cells of one chunk at or above the row's key, all loads in flight first (16
-// bytes a load where the row allows). They gather in LDS and take their places in the row's
-// candidates with one global atomic a workgroup; a chunk with more than LDS holds counts as
-// more than the scratch holds.
-typedef float float4v __attribute__((ext_vector_type(4)));
-
-// Cell j of a thread's chunk: four consecutive cells a 16-byte load (wide), or one a load.
-DEVICE int64_t topk_filter_cell(bool wide, int64_t from, unsigned t, int j) {
-  return wide ? from + 4 * (t + (int64_t)STRATA_BLOCK * (j / 4)) + j % 4
-              : from + t + (int64_t)STRATA_BLOCK * j;
+// The k best of a row: among its `count` candidates where k <= count <= capacity, else over
+// the row's n cells (TOPK_LOADS items a thread read before any is counted, so that their loads
+// overlap).
+DEVICE void topk_finish(const float *row, int64_t n, int k, unsigned count, int64_t capacity,
+                        const topk_item *candidates, int32_t *ids, float *values) {
+  TopkItems items = {row, nullptr};
+  if (count >= (unsigned)k && count <= capacity) {
+    items.candidates = candidates;
+    n = count;
+  }
+  unsigned t = thread_id();
+  topk_radix(k, 0, [&](topk_item prefix, topk_item mask, int shift) {
+    for (int64_t i = t; i < n; i += TOPK_LOADS * STRATA_BLOCK) {
+      topk_item x[TOPK_LOADS];
+#pragma unroll
+      for (int u = 0; u < TOPK_LOADS; ++u) {
+        int64_t at = i + (int64_t)u * STRATA_BLOCK;
+        x[u] = at < n ? topk_item_at(items, at) : 0;
+      }
+#pragma unroll
+      for (int u = 0; u < TOPK_LOADS; ++u)
+        if (i + (int64_t)u * STRATA_BLOCK < n) topk_histogram_add(x[u], prefix, mask, shift);
+    }
+  });
+  topk_write(items, n, k, row, ids, values);
 }
 
-DEVICE void topk_filter(const float *row, int64_t from, int64_t n, bool aligned,
-                        unsigned threshold, unsigned *count, topk_item *candidates,
-                        int64_t capacity) {
-  const int per_thread = TOPK_FILTER_CELLS / STRATA_BLOCK;
-  float cells[per_thread];
+// Stage 0: the row's key into words[0], its count and chunks done zeroed; false, with
+// TOPK_REFERENCE as the count, for a row too short to sample.
+DEVICE bool topk_sample(const float *row, int64_t n, int k, unsigned *words) {
   unsigned t = thread_id();
-  bool whole = from + TOPK_FILTER_CELLS <= n, wide = whole && aligned;
-  if (t == 0) topk_count = 0;
-  if (wide) {
-    const float4v *words = (const float4v *)(row + from);
+  int64_t pieces = n / (16 * STRATA_BLOCK);
+  pieces = pieces < TOPK_PIECES ? pieces : TOPK_PIECES;
+  int64_t sample = pieces * STRATA_BLOCK;
+  int64_t rank = pieces ? (4 * (int64_t)k * sample + n - 1) / n : 0;
+  rank = rank < 16 ? 16 : rank;
+  if (2 * rank > sample) {
+    if (t == 0) words[1] = TOPK_REFERENCE;
+    return false;
+  }
+  int64_t spacing = n / pieces;
+  unsigned keys[TOPK_PIECES];
 #pragma unroll
-    for (int j = 0; j < per_thread; j += 4) {
-      float4v four = words[t + STRATA_BLOCK * (j / 4)];
+  for (int p = 0; p < TOPK_PIECES; ++p) keys[p] = p < pieces ? order_key(row[p * spacing + t]) : 0;
+  topk_radix((int)rank, TOPK_SAMPLE_LAST_BIT, [&](topk_item prefix, topk_item mask, int shift) {
+#pragma unroll
+    for (int p = 0; p < TOPK_PIECES; ++p)
+      if (p < pieces) topk_histogram_add((topk_item)keys[p] << 32, prefix, mask, shift);
+  });
+  if (t == 0) {
+    words[0] = (unsigned)(topk_prefix >> 32);
+    words[1] = words[2] = 0;
+  }
+  return true;
+}
+
+// Stage 1: the chunk's cells at or above the row's key into its candidates (a count past
+// capacity stands for more than the scratch holds); true in the workgroup that finished the
+// row's last chunk, which then sees every chunk's candidates.
+typedef float float4v __attribute__((ext_vector_type(4)));
+
+template <int PER_THREAD>
+DEVICE bool topk_filter(const float *row, int64_t from, int64_t n, bool aligned,
+                        unsigned *words, int64_t chunks, topk_item *candidates,
+                        int64_t capacity) {
+  float cells[PER_THREAD];
+  unsigned t = thread_id(), key = words[0];
+  bool whole = from + PER_THREAD * STRATA_BLOCK <= n, wide = whole && aligned;
+  // Cell j of the thread: four consecutive cells a 16-byte load (wide), or one a load.
+  auto cell = [&](int j) {
+    return wide ? from + 4 * (t + (int64_t)STRATA_BLOCK * (j / 4)) + j % 4
+                : from + t + (int64_t)STRATA_BLOCK * j;
+  };
+  if (wide) {
+    const float4v *quads = (const float4v *)(row + from);
+#pragma unroll
+    for (int j = 0; j < PER_THREAD; j += 4) {
+      float4v four = quads[t + STRATA_BLOCK * (j / 4)];
       cells[j] = four.x;
       cells[j + 1] = four.y;
       cells[j + 2] = four.z;
@@ -502,73 +731,71 @@ DEVICE void topk_filter(const float *row, int64_t from, int64_t n, bool aligned,
     }
   } else {
 #pragma unroll
-    for (int j = 0; j < per_thread; ++j) {
-      int64_t i = topk_filter_cell(false, from, t, j);
-      cells[j] = whole || i < n ? row[i] : 0.0f;
-    }
+    for (int j = 0; j < PER_THREAD; ++j) cells[j] = whole || cell(j) < n ? row[cell(j)] : 0.0f;
   }
-  sync_block();
+  unsigned passing = 0;
 #pragma unroll
-  for (int j = 0; j < per_thread; ++j) {
-    int64_t i = topk_filter_cell(wide, from, t, j);
-    if ((whole || i < n) && order_key(cells[j]) >= threshold) {
-      unsigned at = __atomic_fetch_add(&topk_count, 1u, __ATOMIC_RELAXED);
-      if (at < STRATA_TOPK_MAX_K) topk_picks[at] = topk_item_of(cells[j], i);
+  for (int j = 0; j < PER_THREAD; ++j)
+    passing += (whole || cell(j) < n) && order_key(cells[j]) >= key;
+  unsigned warp_total, at = warp_sum_below(passing, warp_total), warp = t / WARP;
+  if (warp_lane() == 0) topk_warp_counts[warp] = warp_total;
+  sync_block();
+  unsigned total = 0;
+  for (unsigned w = 0; w < WARPS_PER_BLOCK; ++w) {
+    unsigned count = topk_warp_counts[w];
+    at += w < warp ? count : 0;
+    total += count;
+  }
+  if (t == 0) topk_base = total ? __atomic_fetch_add(&words[1], total, __ATOMIC_RELAXED) : 0;
+  sync_block();
+  at += topk_base;
+#pragma unroll
+  for (int j = 0; j < PER_THREAD; ++j) {
+    if ((whole || cell(j) < n) && order_key(cells[j]) >= key) {
+      if (at < capacity) candidates[at] = topk_item_of(cells[j], cell(j));
+      ++at;
     }
   }
+  fence_device();
   sync_block();
-  unsigned found = topk_count;
-  if (t == 0) {
-    unsigned taken = found <= STRATA_TOPK_MAX_K ? found : (unsigned)capacity + 1;
-    topk_base = found ? __atomic_fetch_add(count, taken, __ATOMIC_RELAXED) : 0;
-  }
+  if (t == 0) topk_last = __atomic_fetch_add(&words[2], 1u, __ATOMIC_RELAXED) == chunks - 1;
   sync_block();
-  int64_t base = topk_base;
-  for (unsigned i = t; i < found && i < STRATA_TOPK_MAX_K; i += STRATA_BLOCK)
-    if (base + i < capacity) candidates[base + i] = topk_picks[i];
+  if (!topk_last) return false;
+  fence_device();
+  return true;
 }
 
 KERNEL void strata_topk(const float *scores, int64_t queries, int64_t n, int64_t stride, int k,
                         int32_t *all_ids, float *all_values, int variant, topk_item *scratch,
                         int stage) {
-  unsigned *words = (unsigned *)scratch;
   int64_t capacity = TOPK_CANDIDATES(k);
-  if (stage == 1) {
-    int64_t chunks = (n + TOPK_FILTER_CELLS - 1) / TOPK_FILTER_CELLS;
-    int64_t q = block_id() / chunks;
-    if (words[2 * q + 1] == TOPK_REFERENCE) return;
-    bool aligned = (unsigned long long)scores % 16 == 0 && stride % 4 == 0;
-    topk_filter(scores + q * stride, block_id() % chunks * TOPK_FILTER_CELLS, n, aligned,
-                words[2 * q], &words[2 * q + 1], scratch + queries + q * capacity, capacity);
-    return;
-  }
   int64_t q = block_id();
+  if (stage == 1) {
+    int64_t per_block = (int64_t)TOPK_CELLS_PER_THREAD(variant) * STRATA_BLOCK;
+    int64_t chunks = (n + per_block - 1) / per_block;
+    q = block_id() / chunks;
+  }
+  unsigned *words = (unsigned *)scratch + TOPK_WORDS * q;
+  topk_item *candidates = scratch + queries * TOPK_WORDS / 2 + q * capacity;
   const float *row = scores + q * stride;
-  if (stage == 0) {
-    int64_t pieces = n / (16 * STRATA_BLOCK);
-    pieces = pieces < TOPK_PIECES ? pieces : TOPK_PIECES;
-    int64_t sample = pieces * STRATA_BLOCK;
-    int64_t rank = pieces ? (8 * (int64_t)k * sample + n - 1) / n : 0;
-    rank = rank < 16 ? 16 : rank;
-    if (2 * rank > sample) {
-      if (thread_id() == 0) words[2 * q + 1] = TOPK_REFERENCE;
-      return;
-    }
-    topk_select({TOPK_FROM_SAMPLE, row, nullptr, n / pieces}, sample, (int)rank, 32);
-    if (thread_id() == 0) {
-      words[2 * q] = (unsigned)(topk_prefix >> 32);
-      words[2 * q + 1] = 0;
-    }
+  int32_t *ids = all_ids + q * k;
+  float *values = all_values + q * k;
+  if (stage == 1) {
+    if (words[1] == TOPK_REFERENCE) return;
+    int64_t per_block = (int64_t)TOPK_CELLS_PER_THREAD(variant) * STRATA_BLOCK;
+    int64_t chunks = (n + per_block - 1) / per_block;
+    int64_t from = block_id() % chunks * per_block;
+    bool aligned = (unsigned long long)scores % 16 == 0 && stride % 4 == 0;
+    bool last = variant == STRATA_TOPK_REGISTER
+                    ? topk_filter<16>(row, from, n, aligned, words, chunks, candidates, capacity)
+                    : topk_filter<32>(row, from, n, aligned, words, chunks, candidates, capacity);
+    if (last)
+      topk_finish(row, n, k, __atomic_load_n(&words[1], __ATOMIC_RELAXED), capacity,
+                  candidates, ids, values);
     return;
   }
-  unsigned count = variant == STRATA_TOPK_OLD ? TOPK_REFERENCE : words[2 * q + 1];
-  TopkItems items = {TOPK_FROM_ROW, row, nullptr, 0};
-  if (count >= (unsigned)k && count <= capacity) {
-    items = {TOPK_FROM_CANDIDATES, row, scratch + queries + q * capacity, 0};
-    n = count;
-  }
-  topk_select(items, n, k);
-  topk_write(items, n, k, row, all_ids + q * k, all_values + q * k);
+  if (stage == 0 && topk_sample(row, n, k, words)) return;
+  topk_finish(row, n, k, TOPK_REFERENCE, capacity, nullptr, ids, values);
 }
 
 // ---------------------------------------------------------------------------------------

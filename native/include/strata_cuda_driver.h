@@ -20,7 +20,6 @@ typedef struct CUevent_st *CUevent;
 #define CUDA_SUCCESS 0
 #define CUDA_ERROR_NO_DEVICE 100
 #define CU_DEVICE_ATTRIBUTE_WARP_SIZE 10
-#define CU_DEVICE_ATTRIBUTE_INTEGRATED 18
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
 
@@ -31,9 +30,7 @@ CUresult cuGetErrorName(CUresult error, const char **name);
 CUresult cuDeviceGetCount(int *count);
 CUresult cuDeviceGet(CUdevice *device, int ordinal);
 CUresult cuDeviceGetName(char *name, int len, CUdevice device);
-CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice device);
 CUresult cuDeviceGetAttribute(int *value, int attribute, CUdevice device);
-CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice device);
 CUresult cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice device);
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device);
 CUresult cuCtxSetCurrent(CUcontext context);

@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#define STRATA_KERNEL_ABI_VERSION 4
+#define STRATA_KERNEL_ABI_VERSION 5
 #define STRATA_Q8_BLOCK 32
 
 #define STRATA_OK 0
@@ -33,6 +33,7 @@
 /* Limits of the HIP kernels (the host kernels have none). */
 #define STRATA_ROUTER_MAX_K 32
 #define STRATA_TOPK_MAX_K 2048
+#define STRATA_EXPERT_MAX_EXPERTS 4096 /* experts of strata_expert_matvec_q8_0 */
 
 /* The GPU code objects (HIP, and PTX for NVIDIA) have kernels of the same names and arguments
  * (d as half), read strata_abi_version and strata_operations as device globals, and add
@@ -47,7 +48,7 @@
 #ifndef STRATA_HIP_KERNELS
 
 int strata_abi_version(void);
-/* Comma-separated operation names: "matvec_q8_0,router_topk,topk". */
+/* Comma-separated operation names: "matvec_q8_0,expert_matvec_q8_0,router_topk,topk". */
 const char *strata_operations(void);
 /* The instruction set the kernels run with: "avx512vnni", "avxvnni", "avx2" or "baseline";
  * the best the CPU has until strata_set_isa names another. */
@@ -61,6 +62,16 @@ int strata_set_threads(int threads);
 /* y[r] = sum over blocks of d[r][b] * xd[b] * dot(qs[r][b], xq[b]); cols a multiple of 32. */
 int strata_matvec_q8_0(const int8_t *qs, const uint16_t *d, const int8_t *xq, const float *xd,
                        float *y, int64_t rows, int64_t cols);
+
+/* The MoE expert step, a grouped matvec_q8_0: qs[experts][rows][cols] and d[experts][rows][cols
+ * / 32] hold the experts' weights, ids[tokens][k] the experts each token chose (0 <= id <
+ * experts), xq[tokens][cols] and xd[tokens][cols / 32] each token's activations; for each pair
+ * p = token * k + slot, y[p][r] = the matvec of expert ids[p]'s row r with token's
+ * activations. The pairs are grouped by expert, so that each chosen expert's weights are read
+ * once a call however many tokens chose it; the experts run on threads. */
+int strata_expert_matvec_q8_0(const int8_t *qs, const uint16_t *d, const int32_t *ids,
+                              const int8_t *xq, const float *xd, float *y, int64_t experts,
+                              int64_t tokens, int k, int64_t rows, int64_t cols);
 
 /* For each token: the k experts with the largest logits (ties: lower id first), in
  * descending order, and their softmax weights over those k (they sum to 1). */

@@ -9,14 +9,9 @@ if TYPE_CHECKING:
     from ..archdb import compute_capability, newest_ptx_for
     from .arch_plugin import EXACT_MATCH, PATTERN_MATCH, ArchPlugin
     from .hookspec import hookimpl
-    from .kernels import gpu_topk_choices, hip_choices, router_choice, topk_choice
+    from .kernels import hip_choices, router_choice, topk_choice, topk_choices
     from .manager import API_VERSION, PluginManager
     from .records import (
-        GGUF_PACKS,
-        KV_TYPES,
-        NATIVE_PACKS,
-        OS_NAMES,
-        PACKS,
         Claim,
         Detection,
         DetectionContext,
@@ -28,19 +23,20 @@ if TYPE_CHECKING:
         Workload,
     )
     from .switches import INTEGER, NUMBER, PATH, Default, Defaults, Rule, Switch
+    from .vocabulary import GGUF_PACKS, KV_TYPES, NATIVE_PACKS, OS_NAMES, PACKS
 
 #: where each name lives; a name is imported when it is first used, so that importing a part of
 #: the core (the command line, the plan) does not import the whole face
 _HOMES = {
     "API_VERSION": ".manager",
     "EXACT_MATCH": ".arch_plugin",
-    "GGUF_PACKS": ".records",
+    "GGUF_PACKS": ".vocabulary",
     "INTEGER": ".switches",
-    "KV_TYPES": ".records",
-    "NATIVE_PACKS": ".records",
+    "KV_TYPES": ".vocabulary",
+    "NATIVE_PACKS": ".vocabulary",
     "NUMBER": ".switches",
-    "OS_NAMES": ".records",
-    "PACKS": ".records",
+    "OS_NAMES": ".vocabulary",
+    "PACKS": ".vocabulary",
     "PATH": ".switches",
     "PATTERN_MATCH": ".arch_plugin",
     "ArchPlugin": ".arch_plugin",
@@ -59,12 +55,12 @@ _HOMES = {
     "Switch": ".switches",
     "Workload": ".records",
     "compute_capability": "..archdb",
-    "gpu_topk_choices": ".kernels",
     "hip_choices": ".kernels",
     "hookimpl": ".hookspec",
     "newest_ptx_for": "..archdb",
     "router_choice": ".kernels",
     "topk_choice": ".kernels",
+    "topk_choices": ".kernels",
 }
 
 
@@ -104,10 +100,10 @@ __all__ = [
     "Switch",
     "Workload",
     "compute_capability",
-    "gpu_topk_choices",
     "hip_choices",
     "hookimpl",
     "newest_ptx_for",
     "router_choice",
     "topk_choice",
+    "topk_choices",
 ]

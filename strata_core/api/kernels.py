@@ -56,22 +56,6 @@ def topk_choices(switches: Mapping[str, str | None], cells: int) -> tuple[Kernel
     return tuple(topk_choice(switches, cells, prompt_read) for prompt_read in TOPK_OPS)
 
 
-def gpu_topk_choices(switches: Mapping[str, str | None], cells: int) -> tuple[KernelChoice, ...]:
-    """The GPU kernel library has the reference radix and the wide kernel (reading the scores
-    once), no register kernel: the wide kernel runs the register band."""
-    return tuple(
-        engine
-        if engine.variant != "register"
-        else KernelChoice(
-            engine.op,
-            "wide",
-            f"{engine.reason}; the GPU kernel library has no register kernel, and its wide "
-            "kernel gives the same ids",
-        )
-        for engine in topk_choices(switches, cells)
-    )
-
-
 def router_choice(switches: Mapping[str, str | None]) -> KernelChoice:
     if switches.get("STRATA_HIP_ROUTER_OLD") == "1":
         return KernelChoice("router_topk", "portable", "STRATA_HIP_ROUTER_OLD=1")
@@ -186,7 +170,7 @@ def hip_choices(
     return (
         KernelChoice("matvec_q8_0", dot, f"{device.gfx}'s int8 dot instruction"),
         router_choice(switches),
-        *gpu_topk_choices(switches, workload.context_cells),
+        *topk_choices(switches, workload.context_cells),
         prompt_gemm_choice(device, switches),
         attention_choice(device, context, switches, workload),
     )

@@ -1,7 +1,8 @@
 """Plugin discovery and isolated hook calls, on top of pluggy.
 
-Entry points of the group ``strata.arch`` are the plugins; the built-in detectors (``kfd``,
-``hip``) are registered the same way. Environment controls:
+Entry points of the group ``strata.arch`` (read through strata_core.plugin_index) are the
+plugins; the built-in detectors (``kfd``, ``hip``) are registered the same way. Environment
+controls:
 
 - ``STRATA_PLUGINS=a,b``: load only these entry-point plugins (an allow-list);
 - ``STRATA_DISABLE_PLUGINS=a,b``: never load these (built-ins included);
@@ -14,15 +15,14 @@ from __future__ import annotations
 import enum
 import importlib
 import threading
-from collections.abc import Collection, Mapping
-from importlib.metadata import EntryPoint, entry_points
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import pluggy
 
-from .. import __version__
+from .. import __version__, plugin_index
 from ..errors import PluginError
 from . import hookspec
 from .hook_types import conforms, hint_name, hook_specs
@@ -37,6 +37,11 @@ from .records import (
     Workload,
 )
 from .switches import Defaults, Switch
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
+    from ..plugin_index import IndexedEntryPoint
 
 ENTRY_POINT_GROUP = "strata.arch"
 API_VERSION = 1
@@ -95,7 +100,7 @@ class PluginManager:
     def discover(cls, env: Mapping[str, str]) -> PluginManager:
         manager = cls(env)
         manager.load_builtins()
-        manager.load_entry_points(entry_points(group=ENTRY_POINT_GROUP))
+        manager.load_entry_points(plugin_index.entry_points(ENTRY_POINT_GROUP, dict(env)))
         return manager
 
     @classmethod
@@ -133,7 +138,7 @@ class PluginManager:
                 name, importlib.import_module(module), "strata", __version__, builtin=True
             )
 
-    def load_entry_points(self, eps: list[EntryPoint] | tuple[EntryPoint, ...]) -> None:
+    def load_entry_points(self, eps: Sequence[IndexedEntryPoint | EntryPoint]) -> None:
         allowed = _names(self.env, "STRATA_PLUGINS")
         denied = _names(self.env, "STRATA_DISABLE_PLUGINS")
         autoload = not _flag(self.env, "STRATA_DISABLE_PLUGIN_AUTOLOAD")
@@ -174,7 +179,7 @@ class PluginManager:
                         f"(installed: {', '.join(sorted(known))})"
                     )
 
-    def _load(self, ep: EntryPoint, dist: str, version: str) -> None:
+    def _load(self, ep: IndexedEntryPoint | EntryPoint, dist: str, version: str) -> None:
         try:
             plugin = ep.load()
         except (Exception, SystemExit) as exc:  # a plugin that calls sys.exit is broken too

@@ -103,16 +103,6 @@ class Claim:
         return cls(0, reason)
 
 
-#: The run context's vocabulary: OS names, KV types, the engine's own packs (AMD_HIP.md:
-#: "native IQ packs"), then the GGUF formats, and the picture readers (strata_core.plan.pictures).
-OS_NAMES = ("linux", "windows")
-KV_TYPES = ("int8", "f16", "bf16")
-NATIVE_PACKS = ("IQ3_S", "IQ3_XXS", "Q2_0", "IQ2_XS", "IQ2_S", "IQ1_M", "IQ4_XS", "UD-IQ4_XS")
-GGUF_PACKS = ("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_0", "Q5_1")
-PACKS = NATIVE_PACKS + GGUF_PACKS
-READERS = ("gpu", "cpu")
-
-
 @attrs.frozen
 class RunContext:
     """What a run looks like besides the device, for switch defaults.
@@ -156,6 +146,8 @@ class Workload:
     prompt_queries: int = 256
     decode_steps: int = 16
     prompt_steps: int = 4
+    #: tokens of every other decode step (a batched decode); 1: every step decodes one token
+    decode_batch_tokens: int = 1
     #: the buffer a card's read bandwidth is measured on (the host reads 256 MiB)
     gpu_read_bytes: int = 1 << 30
 

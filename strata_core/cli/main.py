@@ -9,16 +9,17 @@ import signal
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
 
 from .. import __version__, log
 from ..answer_cache import Recorder
-from ..api.records import KV_TYPES, OS_NAMES, PACKS, READERS
+from ..api.vocabulary import KV_TYPES, OS_NAMES, PACKS, READERS
 from ..digits import is_digits
 from ..errors import StrataError
-from ..plan import profile
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on a command's path
 if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
     from ..plan.pipeline import PlanRequest
 
 PROG = "strata-core"
@@ -140,26 +141,39 @@ COMMANDS = {
 }
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; with ``only``, the other commands are listed (for --help)
+    but their options are not built."""
     parser = _Parser(
         prog=PROG,
         description="Which backend of the Strata engine runs on this PC, on which cards, with\n"
         "which switches, and why.",
-        epilog="Run 'strata-core COMMAND --help' for a command's options and examples.",
+        epilog="Diagnostics go to stderr, for people as 'strata-core: LINE', errors as\n"
+        "'strata-core: error: LINE' (warnings and debug lines labelled likewise); a command\n"
+        "that cannot go on ends with its one error line.\n"
+        "Run 'strata-core COMMAND --help' for a command's options and examples.",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     _logging_options(parser, False)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    def command(name: str, **more: Any) -> argparse.ArgumentParser:
-        short, description, examples = COMMANDS[name]
+    for name, (short, description, examples) in COMMANDS.items():
+        if only is not None and name != only:
+            commands.add_parser(name, help=short)
+            continue
+        usage = f"{PROG} run [options] [-- ENGINE ARGS...]" if name == "run" else None
         sub = commands.add_parser(
-            name, help=short, description=description, epilog=f"examples:\n  {examples}", **more
+            name,
+            help=short,
+            description=description,
+            epilog=f"examples:\n  {examples}",
+            usage=usage,
         )
         _logging_options(sub, argparse.SUPPRESS)
-        return sub
+        OPTIONS[name](sub)
+    return parser
 
-    plugins = command("plugins")
+
+def _plugins_options(plugins: argparse.ArgumentParser) -> None:
     plugins.add_argument("--json", action="store_true", help="print JSON")
     plugins.add_argument(
         "--check",
@@ -167,16 +181,19 @@ def _parser() -> argparse.ArgumentParser:
         help="hold each installed architecture plugin against every hook contract",
     )
 
+
+def _devices_options(devices: argparse.ArgumentParser) -> None:
     _scan_options(
-        command("devices"),
+        devices,
         "run config whose gpu is used (default: $STRATA_CONFIG, else ./strata.toml if present)",
     )
-    _scan_options(
-        command("env"),
-        "run config (default: $STRATA_CONFIG, else ./strata.toml if present)",
-    )
 
-    plan = command("plan")
+
+def _env_options(env: argparse.ArgumentParser) -> None:
+    _scan_options(env, "run config (default: $STRATA_CONFIG, else ./strata.toml if present)")
+
+
+def _plan_options(plan: argparse.ArgumentParser) -> None:
     output = plan.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print JSON")
     output.add_argument(
@@ -196,13 +213,17 @@ def _parser() -> argparse.ArgumentParser:
     _planning_options(plan)
     _detection_options(plan)
 
-    run = command("run", usage=f"{PROG} run [options] [-- ENGINE ARGS...]")
+
+def _run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--json", action="store_true", help="print JSON")
     run.add_argument("--threads", type=positive_int, help="host threads (default: one per core)")
     _planning_options(run)
     _detection_options(run)
 
-    tune = command("tune")
+
+def _tune_options(tune: argparse.ArgumentParser) -> None:
+    from ..plan import profile
+
     tune.add_argument(
         "--output",
         metavar="FILE",
@@ -267,7 +288,8 @@ def _parser() -> argparse.ArgumentParser:
         help="with --switches: show the change to the run config as a diff; write nothing",
     )
 
-    table = command("table")
+
+def _table_options(table: argparse.ArgumentParser) -> None:
     table_commands = table.add_subparsers(dest="table_command", required=True, metavar="ACTION")
     check = table_commands.add_parser(
         "check",
@@ -279,7 +301,18 @@ def _parser() -> argparse.ArgumentParser:
     _logging_options(check, argparse.SUPPRESS)
     check.add_argument("files", nargs="+", type=Path, metavar="FILE")
     check.add_argument("--json", action="store_true", help="answer in JSON")
-    return parser
+
+
+#: what each command takes besides -v, -q and --log-format
+OPTIONS = {
+    "plugins": _plugins_options,
+    "devices": _devices_options,
+    "env": _env_options,
+    "plan": _plan_options,
+    "run": _run_options,
+    "tune": _tune_options,
+    "table": _table_options,
+}
 
 
 def _sysfs_option(parser: argparse.ArgumentParser | argparse._MutuallyExclusiveGroup) -> None:
@@ -300,6 +333,8 @@ def _scan_options(parser: argparse.ArgumentParser, config_help: str) -> None:
 
 
 def _planning_options(parser: argparse.ArgumentParser) -> None:
+    from ..plan import profile
+
     target = parser.add_mutually_exclusive_group()
     target.add_argument(
         "--device",
@@ -387,9 +422,10 @@ def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) ->
         at = argv.index("--explain")
         argv[at : at + 2] = [f"--explain={argv[at + 1]}"]  # --explain --pcie-frac names a flag
     env = dict(os.environ)
-    log.configure(fmt=_log_format(argv))  # a usage error is said in the chosen format too
+    log.configure(fmt=log.format_named(argv))  # a usage error is said in the chosen format too
     as_json = "--json" in argv
-    parser = _parser()
+    word = _command_word(argv)
+    parser = _parser(word if word in COMMANDS else None)
     try:
         _known_command(argv)
         args = parser.parse_args(argv)
@@ -444,17 +480,6 @@ def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) ->
             raise
         why = f"internal error: {type(exc).__name__}: {exc} (STRATA_DEBUG=1 shows where)"
         return _fail(why, 1, getattr(args, "json", False))
-
-
-def _log_format(argv: Sequence[str]) -> str:
-    """The --log-format the command line names, before it is parsed."""
-    for at, arg in enumerate(argv):
-        flag, eq, value = arg.partition("=")
-        if flag == "--log-format":
-            value = value if eq else (argv[at + 1] if at + 1 < len(argv) else "")
-            if value in log.FORMATS:
-                return value
-    return "people"
 
 
 def _command_word(argv: Sequence[str]) -> str | None:
@@ -564,7 +589,8 @@ def plan_request(
             roles=parse_roles(args.gpu_roles) if args.gpu_roles is not None else {},
         )
     planning = args.command in ("plan", "run")
-    if planning:  # checked here, so that a plan that needs no version refuses a bad one too
+    if planning and (args.hipblaslt or args.rocblas):
+        # checked here, so that a plan that needs no version refuses a bad one too
         from ..tuning.versions import hipblaslt_number, rocblas_version
 
         if args.hipblaslt:

@@ -86,6 +86,8 @@ def report_run(outcome: PlanOutcome, as_json: bool) -> int:
     return 0
 
 
+#: the expert step's reports, whose read share counts the distinct experts read
+EXPERT_REPORTS = ("expert_matvec_q8_0", "expert_matvec_q8_0_batch")
 #: SI prefixes for counts per second
 PREFIXES = ((1e9, "G"), (1e6, "M"), (1e3, "K"))
 
@@ -111,7 +113,7 @@ def kernel_table(kernels: Mapping[str, dict[str, Any]], memory: str) -> str:
         share = r["bandwidth_of_read"]
         of_read = (
             ""
-            if name not in ("matvec_q8_0", "topk_prompt") or share is None
+            if name not in ("matvec_q8_0", *EXPERT_REPORTS, "topk_prompt") or share is None
             else "cache-resident"
             if share > 1
             else f"{share:.0%}"

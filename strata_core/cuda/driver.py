@@ -40,25 +40,18 @@ def compute_target(major: int, minor: int) -> str:
 
 
 def device_facts(ffi: Any, lib: Any, ordinal: int) -> dict[str, Any]:
-    """What the driver says of one device: name, PCI address, memory, warp size, target."""
-    facts: dict[str, Any] = {"index": ordinal}
+    """What the driver says of one device that a Card holds: name, warp size, target."""
+    facts: dict[str, Any] = {}
     device = ffi.new("CUdevice *")
-    status = lib.cuDeviceGet(device, ordinal)
-    if status != lib.CUDA_SUCCESS:
-        return facts | {"error": f"cuDeviceGet: error {status}"}
+    if lib.cuDeviceGet(device, ordinal) != lib.CUDA_SUCCESS:
+        return facts
     text = ffi.new("char[256]")
     if lib.cuDeviceGetName(text, 256, device[0]) == lib.CUDA_SUCCESS:
         facts["name"] = ffi.string(text).decode(errors="replace")
-    if lib.cuDeviceGetPCIBusId(text, 256, device[0]) == lib.CUDA_SUCCESS:
-        facts["pci"] = ffi.string(text).decode(errors="replace").lower()
-    total = ffi.new("size_t *")
-    if lib.cuDeviceTotalMem_v2(total, device[0]) == lib.CUDA_SUCCESS:
-        facts["total_mem"] = total[0]
     value = ffi.new("int *")
     found = {}
     for key, attribute in (
         ("warp_size", lib.CU_DEVICE_ATTRIBUTE_WARP_SIZE),
-        ("integrated", lib.CU_DEVICE_ATTRIBUTE_INTEGRATED),
         ("major", lib.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
         ("minor", lib.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR),
     ):
@@ -66,8 +59,6 @@ def device_facts(ffi: Any, lib: Any, ordinal: int) -> dict[str, Any]:
             found[key] = value[0]
     if "warp_size" in found:
         facts["warp_size"] = found["warp_size"]
-    if "integrated" in found:
-        facts["integrated"] = bool(found["integrated"])
     if "major" in found and "minor" in found:
         facts["target"] = compute_target(found["major"], found["minor"])
     return facts

@@ -64,15 +64,16 @@ def amd_gpu(sysfs: Path, read: Recorder) -> str | None:
     node = _kfd_gpu_node(sysfs, read)
     if node is not None:
         return f"KFD GPU node {node}"
-    return _function_of(sysfs, read, AMD_VENDOR)
+    return function_of(sysfs, read, AMD_VENDOR)
 
 
 def nvidia_gpu(sysfs: Path, read: Recorder) -> str | None:
     """What shows an NVIDIA GPU under ``sysfs``, in words; None where nothing does."""
-    return _function_of(sysfs, read, NVIDIA_VENDOR)
+    return function_of(sysfs, read, NVIDIA_VENDOR)
 
 
-def _function_of(sysfs: Path, read: Recorder, vendor: int) -> str | None:
+def function_of(sysfs: Path, read: Recorder, vendor: int) -> str | None:
+    """The first display function of ``vendor`` under ``sysfs``, in words; None if none."""
     functions, _ = display_functions(sysfs, read)
     address = next((name for name, v in functions if v == vendor), None)
     return f"PCI display function {address} (vendor 0x{vendor:04x})" if address else None

@@ -3,14 +3,15 @@ where sysfs shows an AMD GPU (strata_core.detect.hardware)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from .. import library_search, log
+from .. import log
 from ..api.hookspec import hookimpl
 from ..api.records import Detection, DetectionContext, DeviceReport
-from ..child import ChildFailed, child_environment, run_json_module
 from .hardware import amd_gpu
 from .visibility import is_runtime_variable
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _owned(name: str) -> bool:
@@ -37,6 +38,9 @@ def strata_detect_devices(context: DetectionContext) -> Detection | None:
 
 
 def run_probe(context: DetectionContext) -> Detection:
+    from .. import library_search
+    from ..child import ChildFailed, child_environment, run_json_module
+
     library_search.record(context.env, "STRATA_HIP_LIBRARY", context.recorder)
     env = child_environment(context.env, _owned)
     try:

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import archdb
+from .. import archdb, log
 from ..answer_cache import Recorder
 from ..api.hookspec import hookimpl
 from ..api.records import Detection, DetectionContext, DeviceReport
 from ..digits import is_digits
+from .hardware import AMD_VENDOR, function_of
 
 strata_api_version = 1
 
@@ -34,7 +35,11 @@ def walk(sysfs: Path, recorder: Recorder | None = None) -> Detection:
     nodes_dir = sysfs / NODES_DIR
     read.list_dir(sysfs / "class/drm")
     if not read.is_dir(nodes_dir):
-        return Detection(notes=(f"no KFD topology at {nodes_dir} (is the amdgpu driver loaded?)",))
+        missing = f"no KFD topology at {nodes_dir}"
+        if function_of(sysfs, read, AMD_VENDOR) is None:  # no AMD hardware: said in -v only
+            log.debug(f"{missing}; no AMD PCI display function either", kind="detection")
+            return Detection()
+        return Detection(notes=(f"{missing} (is the amdgpu driver loaded?)",))
     reports: list[DeviceReport] = []
     problems: list[str] = []
     nodes = [nodes_dir / name for name in read.list_dir(nodes_dir) if is_digits(name)]

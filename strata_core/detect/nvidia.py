@@ -8,16 +8,17 @@ card; CUDA_VISIBLE_DEVICES is applied here as the driver applies it."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
-from .. import library_search, log
+from .. import log
 from ..api.hookspec import hookimpl
 from ..api.records import Detection, DetectionContext, DeviceReport
-from ..child import ChildFailed, run_json_forked
-from ..cuda import nvml
 from .hardware import nvidia_gpu
 from .kfd import MAX_MEMORY_BYTES
 from .visibility import cuda_visible_devices
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 strata_api_version = 1
 
@@ -38,6 +39,10 @@ def strata_detect_devices(context: DetectionContext) -> Detection | None:
 
 
 def run_probe(context: DetectionContext) -> Detection:
+    from .. import library_search
+    from ..child import ChildFailed, run_json_forked
+    from ..cuda import nvml
+
     library_search.record(context.env, nvml.VARIABLE, context.recorder)
     from ..cuda import _nvml_ffi  # noqa: F401 - imported here, not in the fork
 

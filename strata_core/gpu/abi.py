@@ -19,6 +19,10 @@ SCALARS = {"int32": "i", "int64": "q"}
 OPERATIONS: dict[str, tuple[tuple[str, str], ...]] = {
     "matvec_q8_0": (("qs", BUFFER), ("d", BUFFER), ("xq", BUFFER), ("xd", BUFFER), ("y", BUFFER),
                     ("rows", "int64"), ("cols", "int64")),
+    "expert_matvec_q8_0": (("qs", BUFFER), ("d", BUFFER), ("ids", BUFFER), ("xq", BUFFER),
+                           ("xd", BUFFER), ("y", BUFFER), ("experts", "int64"),
+                           ("tokens", "int64"), ("k", "int32"), ("rows", "int64"),
+                           ("cols", "int64")),
     "router_topk": (("logits", BUFFER), ("tokens", "int64"), ("experts", "int64"), ("k", "int32"),
                     ("ids", BUFFER), ("weights", BUFFER), ("variant", "int32")),
     "topk": (("scores", BUFFER), ("queries", "int64"), ("n", "int64"), ("stride", "int64"),

@@ -15,7 +15,7 @@ import numpy as np
 from .. import archdb
 from ..api.records import KernelLibrary
 from ..errors import StrataError
-from ..q8 import check_matvec_shapes
+from ..q8 import check_expert_shapes, check_matvec_shapes
 from . import abi, code_object
 from ._abi_ffi import ffi as kernel_abi
 from .backends import read_code
@@ -24,19 +24,25 @@ from .runtime import Card, GpuRuntime
 ABI_VERSION = kernel_abi.integer_const("STRATA_KERNEL_ABI_VERSION")
 ROUTER_MAX_K = kernel_abi.integer_const("STRATA_ROUTER_MAX_K")
 TOPK_MAX_K = kernel_abi.integer_const("STRATA_TOPK_MAX_K")
+EXPERT_MAX_EXPERTS = kernel_abi.integer_const("STRATA_EXPERT_MAX_EXPERTS")
 #: STRATA_BLOCK and the logical warp of native/hip/strata_kernels.hip
 BLOCK = 256
 WARPS_PER_BLOCK = BLOCK // 32
 TILE = 16
 #: rows of matvec_q8_0 a logical warp computes (MATVEC_ROWS of the source)
 MATVEC_ROWS = 2
-#: cells a workgroup of the wide top-k's filter stage takes (TOPK_FILTER_CELLS of the source)
-TOPK_FILTER_CELLS = BLOCK * 32
+#: rows of one expert a workgroup of expert_matvec_q8_0 computes (EXPERT_ROWS of the source)
+EXPERT_ROWS = 64
+#: cells a workgroup of the top-k's filter stage takes, by variant (TOPK_CELLS_PER_THREAD of
+#: the source)
+TOPK_CHUNK_CELLS = {"register": BLOCK * 16, "wide": BLOCK * 32}
+#: unsigned words a row the top-k keeps in its scratch (TOPK_WORDS of the source)
+TOPK_WORDS = 4
 #: the read kernel's grid: enough blocks to fill any card, each thread several 16-byte words
 READ_WORDS_PER_THREAD = 8
 MAX_READ_BLOCKS = 4096
 #: The kernel library's variants by the names the plan gives them, as the ABI's codes: top-k's
-#: reference radix and wide kernel (no register kernel); the GEMM is compiled in (library_gemm).
+#: reference radix, register kernel and wide kernel; the GEMM is compiled in (library_gemm).
 VARIANTS: dict[str, dict[str, int]] = {
     "router_topk": {
         "fast": kernel_abi.integer_const("STRATA_ROUTER_FAST"),
@@ -44,6 +50,7 @@ VARIANTS: dict[str, dict[str, int]] = {
     },
     "topk": {
         "old": kernel_abi.integer_const("STRATA_TOPK_OLD"),
+        "register": kernel_abi.integer_const("STRATA_TOPK_REGISTER"),
         "wide": kernel_abi.integer_const("STRATA_TOPK_WIDE"),
     },
 }
@@ -120,17 +127,17 @@ def launch_problems(code: code_object.CodeObject, target: str) -> list[str]:
 
 def topk_launches(queries: int, n: int, variant: str) -> list[tuple[int, int]]:
     """(stage, grid) of each topk launch: the reference radix is stage 2 alone, a workgroup a
-    row; the wide kernel samples (a workgroup a row), filters (a workgroup a chunk of
-    TOPK_FILTER_CELLS) and selects (a workgroup a row)."""
+    row; the register and the wide kernel sample (a workgroup a row), then filter and select
+    (a workgroup a chunk of TOPK_CHUNK_CELLS; the last of a row selects)."""
     if variant == "old":
         return [(2, queries)]
-    return [(0, queries), (1, queries * -(-n // TOPK_FILTER_CELLS)), (2, queries)]
+    return [(0, queries), (1, queries * -(-n // TOPK_CHUNK_CELLS[variant]))]
 
 
 def topk_scratch_bytes(queries: int, k: int) -> int:
-    """The wide kernel's scratch: two words a row, then each row's candidates (64-bit items,
+    """The top-k's scratch: TOPK_WORDS words a row, then each row's candidates (64-bit items,
     TOPK_CANDIDATES of the source)."""
-    return queries * 8 * (1 + 16 * k + 4096)
+    return queries * (4 * TOPK_WORDS + 8 * (16 * k + 4096))
 
 
 def _blocks(items: int, per_block: int) -> int:
@@ -272,6 +279,31 @@ class GpuKernels:
         }
         self._run("matvec_q8_0", _blocks(rows, WARPS_PER_BLOCK * MATVEC_ROWS), inputs, {"y": y},
                   {"rows": rows, "cols": cols})  # fmt: skip
+        return y
+
+    def expert_matvec_q8_0(self, qs: Any, d: Any, ids: Any, xq: Any, xd: Any) -> np.ndarray:
+        """The MoE expert step (tokens x k x rows): a workgroup set for each distinct expert
+        the ids name, as many as there could be (experts, or tokens x k if fewer)."""
+        check_expert_shapes(qs, d, ids, xq, xd)
+        experts, rows, cols = qs.shape
+        tokens, k = ids.shape
+        if experts > EXPERT_MAX_EXPERTS:
+            raise StrataError(
+                f"expert_matvec_q8_0: {experts} experts; the GPU kernel takes at most "
+                f"{EXPERT_MAX_EXPERTS}"
+            )
+        y = np.empty((tokens, k, rows), dtype=np.float32)
+        inputs = {
+            "qs": np.ascontiguousarray(qs, np.int8),
+            "d": np.ascontiguousarray(d, np.float16),
+            "ids": np.ascontiguousarray(ids, np.int32),
+            "xq": np.ascontiguousarray(xq, np.int8),
+            "xd": np.ascontiguousarray(xd, np.float32),
+        }
+        grid = max(1, min(experts, tokens * k)) * _blocks(rows, EXPERT_ROWS)
+        self._run("expert_matvec_q8_0", grid, inputs, {"y": y},
+                  {"experts": experts, "tokens": tokens, "k": k, "rows": rows,
+                   "cols": cols})  # fmt: skip
         return y
 
     def router_topk(self, logits: Any, k: int, variant: str) -> Any:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import StrataError
-from ..q8 import check_matvec_shapes
+from ..q8 import check_expert_shapes, check_matvec_shapes
 
 LIBRARY = Path(__file__).resolve().with_name("libstrata_host.so")
 TOPK_VARIANTS = {"auto": 0, "register": 1, "wide": 2, "old": 3}
@@ -77,6 +77,35 @@ class HostLibrary:
                 cols,
             ),
             "matvec_q8_0",
+        )
+        return y
+
+    def expert_matvec_q8_0(
+        self, qs: np.ndarray, d: np.ndarray, ids: np.ndarray, xq: np.ndarray, xd: np.ndarray
+    ) -> np.ndarray:
+        """The MoE expert step: tokens x k x rows, each chosen expert's weights read once."""
+        check_expert_shapes(qs, d, ids, xq, xd)
+        experts, rows, cols = qs.shape
+        tokens, k = ids.shape
+        qs, xq = _contiguous(qs, np.int8), _contiguous(xq, np.int8)
+        d, xd = _contiguous(d, np.float16).view(np.uint16), _contiguous(xd, np.float32)
+        ids = _contiguous(ids, np.int32)
+        y = np.empty((tokens, k, rows), dtype=np.float32)
+        _check(
+            self.lib.strata_expert_matvec_q8_0(
+                self._buffer("int8_t[]", qs),
+                self._buffer("uint16_t[]", d),
+                self._buffer("int32_t[]", ids),
+                self._buffer("int8_t[]", xq),
+                self._buffer("float[]", xd),
+                self._buffer("float[]", y),
+                experts,
+                tokens,
+                k,
+                rows,
+                cols,
+            ),
+            "expert_matvec_q8_0",
         )
         return y
 

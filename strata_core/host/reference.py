@@ -19,6 +19,27 @@ def matvec_q8_0(qs: np.ndarray, d: np.ndarray, xq: np.ndarray, xd: np.ndarray) -
     return y
 
 
+def expert_matvec_q8_0(
+    qs: np.ndarray, d: np.ndarray, ids: np.ndarray, xq: np.ndarray, xd: np.ndarray
+) -> np.ndarray:
+    """The MoE expert step: for each token and slot, expert ids[token, slot]'s matvec with the
+    token's activations (tokens x k x rows). Each expert's block dot products for all its
+    tokens are one float32 product, exact (integers below 2**24); the scales are applied in
+    float64."""
+    tokens, k = ids.shape
+    _, rows, cols = qs.shape
+    blocks = cols // BLOCK
+    y = np.empty((tokens, k, rows))
+    for expert in np.unique(ids):
+        token, slot = np.nonzero(ids == expert)
+        w = qs[expert].reshape(rows, blocks, BLOCK).transpose(1, 0, 2).astype(np.float32)
+        x = xq[token].reshape(len(token), blocks, BLOCK).transpose(1, 2, 0).astype(np.float32)
+        dots = (w @ x).astype(np.float64)  # blocks x rows x tokens
+        scales = d[expert].astype(np.float64)
+        y[token, slot] = np.einsum("brn,rb,nb->nr", dots, scales, xd[token].astype(np.float64))
+    return y
+
+
 def _order(values: np.ndarray) -> np.ndarray:
     """Indices by descending value, lower index first among equals; NaN counts as -inf."""
     keys = np.where(np.isnan(values), -np.inf, values)

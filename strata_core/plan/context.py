@@ -1,4 +1,4 @@
-"""What the run context reads from the machine (its vocabulary is strata_core.api.records's)."""
+"""What the run context reads from the machine (its vocabulary is strata_core.api.vocabulary's)."""
 
 from __future__ import annotations
 

@@ -256,6 +256,8 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
     if split:
         plan = attrs.evolve(plan, package=None, warnings=(*plan.warnings, split))
     if plan.backend in ("hip", "cuda"):
+        from ..tuning.lookup import data_dir, search_dirs
+
         dirs = search_dirs(config.exe, env, ()) + [Path(d) for d in config.tuning.dirs]
         dirs.append(data_dir(env))
         plan = with_tuning(plan, manager, library_versions(request, plan), dirs, recorder)
@@ -331,6 +333,7 @@ def run_settings(
 def library_versions(request: PlanRequest, plan: Plan) -> dict[str, Any]:
     """hipBLASLt, rocBLAS and cuBLASLt versions: given on the command line, else probed where
     a table decision needs one, except for a card that is not in this PC."""
+
     given = {
         "hipblaslt": versions.hipblaslt_number(request.hipblaslt) if request.hipblaslt else None,
         "rocblas": versions.rocblas_version(request.rocblas) if request.rocblas else None,

@@ -4,7 +4,7 @@ engine arguments, the package, and the start lines. Building it changes nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -15,12 +15,14 @@ from ..api.records import Device, KernelChoice, KernelLibrary, RunContext, Workl
 from ..api.switches import Default, Resolved, Switch
 from ..archdb import SupportStatus
 from ..gpu.backends import backend_for
-from ..tuning.lookup import TuningDecision, decide_cublaslt, decide_hipblaslt, decide_rocblas
-from ..tuning.versions import LibraryVersion
 from . import packages
 from .core_switches import CONTROL_VARIABLES, page_variables, undeclared_note
 from .pictures import PictureReader, picture_reader
 from .resolve import parse_engine_args, resolve
+
+if TYPE_CHECKING:  # the tables are read only by a plan for a card
+    from ..tuning.lookup import TuningDecision
+    from ..tuning.versions import LibraryVersion
 
 CORE = "core"
 HOST = "host"
@@ -314,6 +316,8 @@ def with_tuning(
     """The plan with its table decisions (hipBLASLt and rocBLAS on an AMD card, cuBLASLt on
     an NVIDIA card), their start lines and warnings, and the prompt GEMM's path with the
     table it takes. ``dirs`` are the folders searched before the plugin's own."""
+    from ..tuning.lookup import decide_cublaslt, decide_hipblaslt, decide_rocblas
+
     folders = [*dirs, *manager.tuning_dirs(plan.plugin, plan.device)]
     gfx, switches = plan.device.gfx, plan.switches
     if plan.backend == "cuda":

@@ -106,11 +106,12 @@ def _structure_strictly(raw: dict[str, Any], path: Path) -> Workload:
 
 
 def memory_bytes(w: Workload) -> int:
-    """About the host memory the workload's arrays take: the expert matrix (FP32, then Q8_0)
-    and the prompt GEMM's weights, the prompt's activations, outputs and router logits, and
-    the scores of the top-k."""
+    """About the host memory the workload's arrays take: the dense matrix (FP32, then Q8_0),
+    every expert's Q8_0 weights and the prompt GEMM's weights, the prompt's activations,
+    outputs and router logits, and the scores of the top-k."""
     return (
         9 * w.ffn * w.hidden
+        + w.experts * w.ffn * w.hidden * 17 // 16
         + 4 * w.prompt_tokens * (w.hidden + 2 * w.ffn + w.experts)
         + 4 * w.context_cells
     )

@@ -264,6 +264,10 @@ class HostReference:
         y: np.ndarray = self.lib.matvec_q8_0(qs, d, xq, xd)
         return y
 
+    def expert_matvec_q8_0(self, qs: Any, d: Any, ids: Any, xq: Any, xd: Any) -> np.ndarray:
+        y: np.ndarray = self.lib.expert_matvec_q8_0(qs, d, ids, xq, xd)
+        return y
+
     def router_topk(self, logits: Any, k: int) -> Any:
         return self.lib.router_topk(logits, k, self.choices["router_topk"].variant)
 

@@ -29,6 +29,9 @@ BANDWIDTH_BUFFER = 256 << 20
 REPORTS = {
     "matvec_q8_0": ("matvec_q8_0", "GB/s"),
     "router_topk": ("router_topk", "tokens/s"),
+    "expert_matvec_q8_0": ("expert_matvec_q8_0", "GB/s"),
+    "router_topk_batch": ("router_topk", "tokens/s"),
+    "expert_matvec_q8_0_batch": ("expert_matvec_q8_0", "GB/s"),
     "router_topk_prompt": ("router_topk", "tokens/s"),
     "topk": ("topk", "cells/s"),
     "topk_prompt": ("topk_prompt", "cells/s"),
@@ -36,10 +39,16 @@ REPORTS = {
 }
 
 
+#: the plan's choice an operation runs with, where it is another's: the expert step is a
+#: grouped matvec_q8_0 with the same dot instruction
+CHOICE_OF = {"expert_matvec_q8_0": "matvec_q8_0"}
+
+
 class Kernels(Protocol):
     """The operations a backend runs, each with the variant the plan chose."""
 
     def matvec_q8_0(self, qs: Any, d: Any, xq: Any, xd: Any) -> np.ndarray: ...
+    def expert_matvec_q8_0(self, qs: Any, d: Any, ids: Any, xq: Any, xd: Any) -> np.ndarray: ...
     def router_topk(self, logits: Any, k: int, variant: str) -> tuple[np.ndarray, np.ndarray]: ...
     def topk(self, scores: Any, k: int, variant: str) -> tuple[np.ndarray, np.ndarray]: ...
 
@@ -48,6 +57,7 @@ class Reference(Protocol):
     """What results are checked against: the same operations, without variants."""
 
     def matvec_q8_0(self, qs: Any, d: Any, xq: Any, xd: Any) -> np.ndarray: ...
+    def expert_matvec_q8_0(self, qs: Any, d: Any, ids: Any, xq: Any, xd: Any) -> np.ndarray: ...
     def router_topk(self, logits: Any, k: int) -> tuple[np.ndarray, np.ndarray]: ...
     def topk(self, scores: Any, k: int) -> tuple[np.ndarray, np.ndarray]: ...
 
@@ -70,7 +80,9 @@ class Gemm(GemmReference, Protocol):
 
 @attrs.frozen
 class Call:
-    """One kernel call of the workload: its step, the report it counts in, its inputs."""
+    """One kernel call of the workload: its step, the report it counts in, its inputs. An
+    expert step's inputs are the tokens' activations; its ids are the result of the router
+    call before it (the chain of a MoE layer)."""
 
     step: str
     report: str
@@ -90,6 +102,28 @@ class Inputs:
     d: np.ndarray
     w: np.ndarray
     calls: tuple[Call, ...]
+    #: every expert's Q8_0 weights (experts x ffn x hidden) and scales
+    expert_qs: np.ndarray
+    expert_d: np.ndarray
+
+
+def random_experts(
+    rng: np.random.Generator, experts: int, rows: int, cols: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Q8_0 weights of ``experts`` experts drawn as raw random bits (-128 taken to -127, as
+    Q8_0 never gives it), with scales of the size unit-normal weights quantize to (0.01 to
+    0.03): a dense FP32 matrix first would take nine times the memory and the time."""
+    qs = _raw_bits(rng, experts * rows * cols).view(np.int8)
+    np.maximum(qs, -127, out=qs)
+    levels = np.linspace(0.01, 0.03, 1024).astype(np.float16)
+    d = levels[_raw_bits(rng, 2 * experts * rows * (cols // q8.BLOCK)).view(np.uint16) & 1023]
+    return qs.reshape(experts, rows, cols), d.reshape(experts, rows, cols // q8.BLOCK)
+
+
+def _raw_bits(rng: np.random.Generator, nbytes: int) -> np.ndarray:
+    """``nbytes`` random bytes (as uint8) straight from the generator's 64-bit words."""
+    words = rng.bit_generator.random_raw(-(-nbytes // 8))
+    return np.asarray(words, np.uint64).view(np.uint8)[:nbytes]
 
 
 def make_inputs(workload: Workload, seed: int = 0) -> Inputs:
@@ -106,11 +140,18 @@ def make_inputs(workload: Workload, seed: int = 0) -> Inputs:
     def logits(tokens: int) -> np.ndarray:
         return rng.standard_normal((tokens, w.experts), dtype=np.float32)
 
+    def activations(tokens: int) -> tuple[np.ndarray, np.ndarray]:
+        xq, xd = q8.quantize_rows(rng.standard_normal((tokens, w.hidden), dtype=np.float32))
+        return xq, xd.astype(np.float32)
+
     for step in range(w.decode_steps):
         name = f"decode step {step + 1}"
         xq, xd = q8.quantize_vector(rng.standard_normal(w.hidden, dtype=np.float32))
         calls.append(Call(name, "matvec_q8_0", (xq, xd)))
-        calls.append(Call(name, "router_topk", (logits(1),)))
+        batch = "_batch" if step % 2 and w.decode_batch_tokens > 1 else ""
+        tokens = w.decode_batch_tokens if batch else 1
+        calls.append(Call(name, "router_topk" + batch, (logits(tokens),)))
+        calls.append(Call(name, "expert_matvec_q8_0" + batch, activations(tokens)))
         calls.append(Call(name, "topk", (scores(),)))
     for step in range(w.prompt_steps):
         name = f"prompt step {step + 1}"
@@ -118,7 +159,8 @@ def make_inputs(workload: Workload, seed: int = 0) -> Inputs:
         calls.append(Call(name, "prompt_gemm", (x,)))
         calls.append(Call(name, "router_topk_prompt", (logits(w.prompt_tokens),)))
         calls.append(Call(name, "topk_prompt", (scores(w.prompt_queries),)))
-    return Inputs(workload, qs, d, gemm_w, tuple(calls))
+    expert_qs, expert_d = random_experts(rng, w.experts, w.ffn, w.hidden)
+    return Inputs(workload, qs, d, gemm_w, tuple(calls), expert_qs, expert_d)
 
 
 def wall_clock(call: Callable[[], Any]) -> tuple[Any, float]:
@@ -142,10 +184,15 @@ def execute(
     steps = w.decode_steps + w.prompt_steps
     done: list[tuple[Any, float]] = []
     for call in inputs.calls:
-        variant = choices[call.op].variant
+        variant = choices[CHOICE_OF.get(call.op, call.op)].variant
         run: Callable[[], Any]
         if call.op == "matvec_q8_0":
             run = partial(kernels.matvec_q8_0, inputs.qs, inputs.d, *call.inputs)
+        elif call.op == "expert_matvec_q8_0":
+            ids = done[-1][0][0]  # the router's, just before
+            run = partial(
+                kernels.expert_matvec_q8_0, inputs.expert_qs, inputs.expert_d, ids, *call.inputs
+            )
         elif call.op == "router_topk":
             run = partial(kernels.router_topk, call.inputs[0], w.experts_per_token, variant)
         elif call.op in TOPK:
@@ -154,7 +201,8 @@ def execute(
             run = partial(dispatch.launch, gemm_key, partial(gemm, call.inputs[0]))
         done.append(clock(run))
         if call.op in TOPK and progress is not None and progress.isatty():
-            print(f"\rrun: step {len(done) // 3}/{steps}", end="", file=progress, flush=True)
+            finished = sum(c.op in TOPK for c in inputs.calls[: len(done)])
+            print(f"\rrun: step {finished}/{steps}", end="", file=progress, flush=True)
     if progress is not None and progress.isatty():
         print(file=progress)
     return done
@@ -172,6 +220,9 @@ class KernelReport:
     amount: float = 0.0  # of `unit` per call
     bytes_read: float = 0.0  # per call
     checked: int = 0
+    #: each call's bytes where they differ between calls (the expert step: the distinct
+    #: experts its ids name); bytes_read is then their median
+    call_bytes: list[float] = attrs.field(factory=list)
 
     def as_dict(self, read_gbs: float) -> dict[str, Any]:
         """The report; ``spread_ms`` is half the interquartile range of the calls' times, and
@@ -187,16 +238,22 @@ class KernelReport:
             "reason": self.reason,
             "calls": len(self.seconds),
             "checked": self.checked,
-            "median_ms": round(median * 1e3, 4),
-            "spread_ms": round(spread * 1e3, 4),
-            "call_ms": round(statistics.median(self.call_seconds) * 1e3, 4)
+            "median_ms": _figures(median * 1e3),
+            "spread_ms": _figures(spread * 1e3),
+            "call_ms": _figures(statistics.median(self.call_seconds) * 1e3)
             if self.call_seconds
             else None,
-            "throughput": round(self.amount / median, 2),
+            "throughput": _figures(self.amount / median),
             "unit": self.unit,
-            "bandwidth_gbs": round(bandwidth, 2),
+            "bandwidth_gbs": _figures(bandwidth),
             "bandwidth_of_read": round(bandwidth / read_gbs, 3) if read_gbs else None,
         }
+
+
+def _figures(value: float) -> float:
+    """Six significant figures: a host kernel's nanoseconds and a tiny profile's rates stay
+    above zero on any machine."""
+    return float(f"{value:.6g}")
 
 
 def check(
@@ -214,7 +271,7 @@ def check(
     each call's time from the host, beside its GPU time in ``results``."""
     w = inputs.workload
     reports = {
-        name: KernelReport(name, choices[op].variant, choices[op].reason, unit)
+        name: KernelReport(name, *_choice(choices, op), unit)
         for name, (op, unit) in REPORTS.items()
     }
     if len(results) != len(inputs.calls):
@@ -222,8 +279,9 @@ def check(
             f"{trust} gave {len(results)} results for {len(inputs.calls)} calls; "
             "it is not to be trusted here"
         )
+    ids = np.empty((0, w.experts_per_token), np.int32)
     for call, (got, seconds) in zip(inputs.calls, results, strict=True):
-        if not _agrees(call, got, inputs, reference, gemm):
+        if not _agrees(call, got, inputs, reference, gemm, ids):
             raise StrataError(
                 f"{call.op} gave a wrong result in {call.step}: it differs from "
                 f"{reference_name}; {trust} is not to be trusted here"
@@ -234,6 +292,12 @@ def check(
         if call.op == "router_topk":
             report.amount = len(call.inputs[0])
             report.bytes_read = call.inputs[0].nbytes
+            ids = got[0]  # checked: the reference's ids
+        if call.op == "expert_matvec_q8_0":
+            expert_bytes = inputs.expert_qs[0].nbytes + inputs.expert_d[0].nbytes
+            report.call_bytes.append(len(np.unique(ids)) * expert_bytes)
+            report.bytes_read = statistics.median(report.call_bytes)
+            report.amount = report.bytes_read / GB
     for call, took in zip(inputs.calls, call_seconds, strict=False):
         reports[call.report].call_seconds.append(took)
     matvec = reports["matvec_q8_0"]
@@ -247,12 +311,26 @@ def check(
     return {name: report for name, report in reports.items() if report.seconds}
 
 
+def _choice(choices: Mapping[str, KernelChoice], op: str) -> tuple[str, str]:
+    choice = choices[CHOICE_OF.get(op, op)]
+    return choice.variant, choice.reason
+
+
 def _agrees(
-    call: Call, got: Any, inputs: Inputs, reference: Reference, gemm: GemmReference
+    call: Call,
+    got: Any,
+    inputs: Inputs,
+    reference: Reference,
+    gemm: GemmReference,
+    ids: np.ndarray,
 ) -> bool:
+    """Whether a call's result is the reference's; ``ids`` are the router's before it."""
     w = inputs.workload
     if call.op == "matvec_q8_0":
         want = reference.matvec_q8_0(inputs.qs, inputs.d, *call.inputs)
+        return close_to(got, want, 1e-5)
+    if call.op == "expert_matvec_q8_0":
+        want = reference.expert_matvec_q8_0(inputs.expert_qs, inputs.expert_d, ids, *call.inputs)
         return close_to(got, want, 1e-5)
     if call.op == "router_topk":
         want_ids, want_weights = reference.router_topk(call.inputs[0], w.experts_per_token)

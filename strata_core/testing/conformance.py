@@ -10,8 +10,9 @@ from collections.abc import Callable, Iterator
 
 from .. import archdb
 from ..api.manager import PluginManager, PluginStatus
-from ..api.records import NATIVE_PACKS, OS_NAMES, Claim, Device, RunContext, Workload
+from ..api.records import Claim, Device, RunContext, Workload
 from ..api.switches import Switch
+from ..api.vocabulary import NATIVE_PACKS, OS_NAMES
 from ..errors import StrataError
 from ..plan.devices import device_for
 from ..plan.plan import CORE, declarations

@@ -18,10 +18,10 @@ from strata_core.api import (
     Switch,
     Workload,
     compute_capability,
-    gpu_topk_choices,
     hookimpl,
     newest_ptx_for,
     router_choice,
+    topk_choices,
 )
 
 TABLES = "Tuning tables"
@@ -78,7 +78,7 @@ class Cuda(ArchPlugin):
         return (
             KernelChoice("matvec_q8_0", "dp4a", "NVIDIA's int8 dot4 (dp4a, sm_61 and newer)"),
             router_choice(switches),
-            *gpu_topk_choices(switches, workload.context_cells),
+            *topk_choices(switches, workload.context_cells),
             KernelChoice(
                 "prompt_gemm",
                 "cublaslt",
