@@ -6,8 +6,8 @@
 #                                   strata-cuda from dist/, and from .whl/ what the machine's
 #                                   Python lacks, beside its own numpy and PyTorch, then runs
 #                                   plugins, devices, plan, bench/plan_speed.py,
-#                                   bench/gpu_kernels.py, run with the deep-context and
-#                                   large-moe profiles, the host benches on this CPU (against
+#                                   bench/gpu_kernels.py, run with the deep-context,
+#                                   deep-context-k2048 and large-moe profiles, the host benches on this CPU (against
 #                                   ggml where its source travels in .ggml/ggml-src.tar.gz),
 #                                   run, run --json and bench/gpu_gemm.py, then calibrates
 #                                   cuBLASLt (strata-core tune), runs with and without the
@@ -43,7 +43,7 @@ run | kernels)
     strata-core --version
     if [ "$1" = kernels ]; then
         python3 "$repo/bench/gpu_kernels.py" | tee "$out/bench.txt"
-        for profile in small-moe deep-context large-moe; do
+        for profile in small-moe deep-context deep-context-k2048 large-moe; do
             strata-core run --profile $profile | tee "$out/run-$profile.txt"
         done
         exit 0
@@ -53,7 +53,7 @@ run | kernels)
     strata-core plan | head -4
     python3 "$repo/bench/plan_speed.py" | tee "$out/plan_speed.txt"
     python3 "$repo/bench/gpu_kernels.py" | tee "$out/bench.txt"
-    for profile in deep-context large-moe; do
+    for profile in deep-context deep-context-k2048 large-moe; do
         strata-core run --profile $profile | tee "$out/run-$profile.txt"
     done
     # the host kernels on this machine's CPU, against ggml's CPU backend where its source

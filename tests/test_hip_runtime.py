@@ -330,6 +330,12 @@ def _gpu_children(marker: str) -> list[int]:
     return found
 
 
+def _interruptible() -> None:
+    """Ctrl-C as at a terminal, also where the test runner was started with SIGINT ignored
+    (a shell's background job), which a child would otherwise inherit."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize(("signal_name", "status"), [("SIGINT", 130), ("SIGTERM", 143)])
 def test_a_stopped_run_ends_its_gpu_child_and_leaves_no_folder(
     stand_in, env, tmp_path, signal_name, status
@@ -347,6 +353,7 @@ def test_a_stopped_run_ends_its_gpu_child_and_leaves_no_folder(
     parent = subprocess.Popen(
         [sys.executable, "-m", "strata_core", "run", "--profile", str(TINY), "--sysfs", str(root)],
         env=carried, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_interruptible,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 120

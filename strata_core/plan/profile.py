@@ -20,6 +20,7 @@ GIB = 1 << 30
 SHIPPED = {
     "small-moe": DEFAULT,
     "deep-context": SHIPPED_DIR / "deep-context.toml",
+    "deep-context-k2048": SHIPPED_DIR / "deep-context-k2048.toml",
     "large-moe": SHIPPED_DIR / "large-moe.toml",
 }
 
