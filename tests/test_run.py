@@ -151,16 +151,7 @@ def test_a_wrong_kernel_result_stops_the_run(monkeypatch):
     lib = HostLibrary()
     real = lib.topk
     monkeypatch.setattr(lib, "topk", lambda s, k, v: (real(s, k, v)[0][::-1].copy(), None))
-    kernels = {
-        op: KernelChoice(op, variant, "test")
-        for op, variant in (
-            ("matvec_q8_0", "avx2"),
-            ("router_topk", "fast"),
-            ("topk", "register"),
-            ("topk_prompt", "wide"),
-            ("prompt_gemm", "blas"),
-        )
-    }
+    kernels = _host_choices()
     inputs = workload.make_inputs(profile.load(TINY))
     gemm = PromptGemm(inputs.w)
     results = workload.execute(
