@@ -57,6 +57,10 @@ def test_plugins_text_shows_status_and_why(env):
         "in",
         "STRATA_DISABLE_PLUGINS",
     ]
+    # The libraries below the table are both kinds: the AMD plugins' code objects, cuda's PTX.
+    libraries = out[out.index("kernel libraries (HIP code objects and PTX):") + 1 :]
+    assert "  hip_rdna2: gfx1030 strata_kernels-gfx1030.hsaco" in libraries
+    assert "  cuda: sm_90 strata_kernels-sm_90.ptx" in libraries
 
 
 def test_devices_json(tmp_path, env):

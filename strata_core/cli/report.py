@@ -54,7 +54,7 @@ def plugins_text(records: Sequence[PluginRecord], libraries: Mapping[str, Kernel
         for row in rows
     ]
     if libraries:
-        lines += ["", "kernel libraries (HIP code objects):"]
+        lines += ["", "kernel libraries (HIP code objects and PTX):"]
         lines += [f"  {line}" for n, lib in libraries.items() for line in library_lines(n, lib)]
     return "\n".join(lines)
 
