@@ -223,7 +223,8 @@ def test_gfx906_switches_exist_only_in_its_build(plan):
     assert value(gfx906, "STRATA_MMVQ_WAVE") == (None, "builtin")
     assert gfx906.explain("STRATA_MMVQ_WAVE").reason == "unset; engine built-in: on"
     rdna4 = plan("gfx1201", user={"STRATA_GR_SPLIT": "1"})
-    assert rdna4.explain("STRATA_GR_SPLIT") is None
+    with pytest.raises(KeyError):
+        rdna4.explain("STRATA_GR_SPLIT")
     assert (
         "STRATA_GR_SPLIT (set in the environment) is read only by the gfx906 build; "
         "hip_rdna4 does not read it"

@@ -163,7 +163,7 @@ def plan_text(plan: Plan, device_row: Mapping[str, Any], verbose: bool = False) 
     return "\n".join(lines)
 
 
-def explain_text(plan: Any, name: str, switch: Switch) -> str:
+def explain_text(plan: Plan, name: str, switch: Switch) -> str:
     resolved = plan.explain(name)
     value = "unset" if resolved.value is None else resolved.value
     lines = [

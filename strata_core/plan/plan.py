@@ -167,8 +167,10 @@ class Plan:
         ]
         return decided + (self.cards.argv() if self.cards else [])
 
-    def explain(self, name: str) -> Resolved | None:
-        return self.switches.get(name) or self.args.get(name)
+    def explain(self, name: str) -> Resolved:
+        """How the switch or engine argument ``name`` was decided (KeyError for a name that
+        neither the core nor this plan's plugin declares)."""
+        return self.switches[name] if name in self.switches else self.args[name]
 
 
 def declarations(
