@@ -68,7 +68,7 @@ def parse_properties(path: Path, problems: list[str], read: Recorder) -> dict[st
         parts = line.split()
         if not parts:
             continue
-        if len(parts) != 2 or not (parts[1].isascii() and parts[1].isdecimal()):
+        if len(parts) != 2 or not is_digits(parts[1]):
             bad.append(f"{path}:{lineno}: expected 'name value', got {line.strip()[:80]!r}")
             continue
         fields[parts[0]] = int(parts[1])

@@ -54,7 +54,7 @@ class _BadValue(ValueError):
 
 def _role_problem(key: str, role: str) -> str | None:
     """What is wrong with one [gpu_roles] entry: HIP numbers (as keys) to main or helper."""
-    if not (key.isascii() and key.isdecimal()):
+    if not is_digits(key):
         return f"{key!r} is not a HIP number"
     if role not in ("main", "helper"):
         return f"expected main or helper, got {role!r}"
