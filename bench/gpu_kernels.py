@@ -9,7 +9,7 @@ plan names for the shape, and the register kernel where the page's switch runs i
 torch.topk and the read, the router against torch.topk + softmax. Every result is
 checked against the host backend first.
 
-    python bench/gpu_kernels.py [--repeats N]
+    python bench/gpu_kernels.py [--repeats N] [--only matvec|experts|topk|router ...]
 
 Needs strata[cuda] installed, the NVIDIA driver, and PyTorch with CUDA.
 """
@@ -54,6 +54,8 @@ TOPK_SHAPES = (
 )  # fmt: skip
 #: STRATA_TOPK_STREAM=0: the register kernel on a prompt read in the 90K-135K band
 REGISTER_ON_A_PROMPT_READ = {"STRATA_TOPK_STREAM": "0"}
+#: the bench's parts, each selectable with --only
+PARTS = ["matvec", "experts", "topk", "router"]
 
 
 def torch_ms(call, repeats: int, hold: bool = True) -> float:
@@ -192,7 +194,11 @@ def router_row(kernels: GpuKernels, rng, tokens: int, experts: int, vllm_us: flo
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=20)
-    repeats = parser.parse_args().repeats
+    parser.add_argument(
+        "--only", nargs="+", choices=PARTS, default=PARTS, help="the parts to run (default: all)"
+    )
+    args = parser.parse_args()
+    repeats, parts = args.repeats, set(args.only)
     torch.cuda.init()
     driver = CudaDriver(candidate_paths({}))
     card = driver.card(0)
@@ -208,18 +214,20 @@ def main() -> None:
     read_gbs = kernels.read_bandwidth(4 << 30, repeats)
     rows.append(("read kernel 4 GiB", "", f"{read_gbs:,.0f} GB/s"))
 
-    for rows_, cols in MATVEC_SHAPES:
-        rows.append(matvec_row(kernels, host, rng, rows_, cols, read_gbs, repeats))
-    rows += expert_rows(kernels, host, rng, read_gbs)
-
-    for queries, n, k in TOPK_SHAPES:
-        shape = (queries, n) if queries > 1 else (n,)
-        scores = rng.standard_normal(shape, dtype=np.float32)
-        rows += topk_rows(kernels, host, scores, k, repeats, read_gbs)
-        del scores
-
-    for (tokens, experts), vllm_us in ROUTER_SHAPES.items():
-        rows.append(router_row(kernels, rng, tokens, experts, vllm_us, repeats))
+    if "matvec" in parts:
+        for rows_, cols in MATVEC_SHAPES:
+            rows.append(matvec_row(kernels, host, rng, rows_, cols, read_gbs, repeats))
+    if "experts" in parts:
+        rows += expert_rows(kernels, host, rng, read_gbs)
+    if "topk" in parts:
+        for queries, n, k in TOPK_SHAPES:
+            shape = (queries, n) if queries > 1 else (n,)
+            scores = rng.standard_normal(shape, dtype=np.float32)
+            rows += topk_rows(kernels, host, scores, k, repeats, read_gbs)
+            del scores
+    if "router" in parts:
+        for (tokens, experts), vllm_us in ROUTER_SHAPES.items():
+            rows.append(router_row(kernels, rng, tokens, experts, vllm_us, repeats))
     floor_us = 16 / (kernels.read_bandwidth(16, repeats) * GB) * 1e6
     rows.append(("one launch (read kernel, 16 B)", f"{floor_us:.1f} us", "the floor of any call"))
     kernels.close()
