@@ -24,6 +24,7 @@ GROUND = {
     "strata_core.log",
     "strata_core.plugin_index",
     "strata_core.q8",
+    "strata_core.streams",
 }
 #: the console script and `python -m strata_core`, above every command
 ENTRY = {"strata_core.launcher", "strata_core.__main__"}
