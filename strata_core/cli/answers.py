@@ -1,13 +1,13 @@
 """Every `--json` answer of `strata-core`, built here and nowhere else from the records the
-pipeline and the run return: `plan`, `devices`, `run`, `plugins` (and `--check`), `table
-check` and the error answer; the schema version and the notes each carries. docs/json.md
-describes them key by key."""
+pipeline, the run and the commands return: `plan`, `devices`, `run`, `env`, `plugins` (and
+`--check`), `table check` and the error answer; the schema version and the notes each
+carries. docs/json.md describes them key by key, and which function builds each."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..api.manager import PluginRecord
 from ..api.records import KernelLibrary
@@ -17,12 +17,21 @@ from ..plan.claims import Assignment
 from ..plan.pictures import PictureReader
 from ..plan.plan import Plan, backend_of
 from ..plan.selection import Selection
+from ..tuning.lookup import TuningDecision
+
+if TYPE_CHECKING:  # records of commands whose modules `plan` and `devices` do not load
+    from ..run import GpuFacts, HostFacts, KernelReports, RunOutcome
+    from ..run.workload import KernelReport
+    from .env_facts import EnvReport
+    from .table import TableCheck
 
 #: the version of every --json answer's layout (docs/json.md); a change that removes or
 #: renames a key, or changes its meaning, raises it
 SCHEMA_VERSION = 1
 
 Answer = dict[str, Any]
+#: what `table check --json` says of a table, null where the table is refused
+TABLE_FACTS = ("library", "arch", "version", "rows", "tuned", "lookup_name", "forced_by")
 
 
 def dumps(answer: Answer, indent: int | None = 2) -> str:
@@ -125,6 +134,62 @@ def devices_answer(
     }
 
 
+def env_answer(report: EnvReport) -> Answer:
+    """`strata-core env --json`."""
+    config = report.config
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "strata": report.strata,
+        "plugins": [
+            {
+                "name": r.name,
+                "distribution": r.distribution,
+                "version": r.version,
+                "status": r.status.value,
+            }
+            for r in report.plugins
+        ],
+        "python": report.python,
+        "os": report.os,
+        "kernel": report.kernel,
+        "cpu": {
+            "name": report.cpu.name,
+            "isa_level": report.cpu.isa_level,
+            "host_kernels": report.cpu.host_kernels,
+        },
+        "numpy": {"version": report.numpy.version, "blas": report.numpy.blas},
+        "rocm": report.rocm,
+        "drivers": dict(report.drivers),
+        "runtimes": list(report.runtimes),
+        "libraries": {n: {"version": v.version, "how": v.how} for n, v in report.libraries.items()},
+        "devices": [
+            device_dict(a, report.selection, report.os_label, report.env)
+            for a in report.assignments
+        ],
+        "selected": list(report.selection.indices),
+        "backend": report.backend,
+        "variables": report.variables,
+        "run_config": {
+            "path": str(report.config_path) if report.config_path else None,
+            "gpu": config.gpu,
+            "exe": config.exe,
+            "env": dict(config.env),
+            "args": list(config.args),
+        },
+        "warnings": list(report.warnings),
+    }
+
+
+def tuning_dict(decision: TuningDecision) -> Answer:
+    """A tuning table's decision, as `plan` and `run` show it."""
+    return {
+        "table": decision.table,
+        "used": decision.used,
+        "reason": decision.reason,
+        "rows": decision.rows,
+    }
+
+
 def _resolved_dict(resolved: Resolved) -> Answer:
     return {"value": resolved.value, "source": resolved.source, "reason": resolved.reason}
 
@@ -147,7 +212,7 @@ def plan_answer(
         "selected": list(selected),
         "switches": {n: _resolved_dict(r) for n, r in plan.switches.items()},
         "args": {n.lstrip("-").replace("-", "_"): _resolved_dict(r) for n, r in plan.args.items()},
-        "tuning": {name: d.as_dict() for name, d in plan.tuning.items()},
+        "tuning": {name: tuning_dict(d) for name, d in plan.tuning.items()},
         "kernels": {
             op: {"variant": c.variant, "reason": c.reason} for op, c in plan.kernels.items()
         },
@@ -162,29 +227,103 @@ def _pictures_dict(pictures: PictureReader) -> Answer:
     return {"reader": pictures.reader, "reason": pictures.reason, "notes": list(pictures.notes)}
 
 
+def kernel_dict(report: KernelReport, read_gbs: float) -> Answer:
+    """One kernel of a run, its times and rates to six significant figures; ``spread_ms`` is
+    half the interquartile range of the calls' times, and ``bandwidth_of_read`` above 1 means
+    the data was cache-resident."""
+    call_s = report.call_s
+    return {
+        "variant": report.variant,
+        "reason": report.reason,
+        "calls": len(report.seconds),
+        "checked": report.checked,
+        "median_ms": _figures(report.median_s * 1e3),
+        "spread_ms": _figures(report.spread_s * 1e3),
+        "call_ms": None if call_s is None else _figures(call_s * 1e3),
+        "throughput": _figures(report.throughput),
+        "unit": report.unit,
+        "bandwidth_gbs": _figures(report.bandwidth_gbs),
+        "bandwidth_of_read": round(report.bandwidth_gbs / read_gbs, 3) if read_gbs else None,
+    }
+
+
+def kernel_dicts(kernels: KernelReports) -> dict[str, Answer]:
+    """Every kernel of a run by name, as `run` shows them."""
+    return {name: kernel_dict(r, kernels.read_gbs) for name, r in kernels.reports.items()}
+
+
+def _figures(value: float) -> float:
+    """Six significant figures: a host kernel's nanoseconds and a tiny profile's rates stay
+    above zero on any machine."""
+    return float(f"{value:.6g}")
+
+
+def _facts_dict(facts: HostFacts | GpuFacts) -> Answer:
+    from ..run import HostFacts
+
+    if isinstance(facts, HostFacts):
+        return {
+            "library": str(facts.library),
+            "isa": facts.isa,
+            "threads": facts.threads,
+            "read_bandwidth_gbs": round(facts.read_gbs, 2),
+            "workload": facts.workload,
+            "tuning": tuning_dict(facts.tuning),
+        }
+    return {
+        "plugin": facts.plugin,
+        "card": facts.card,
+        "target": facts.target,
+        "code_object": str(facts.code_object),
+        "runtime": facts.runtime,
+        "read_bandwidth_gbs": round(facts.read_gbs, 2),
+        "workload": facts.workload,
+        "gemm_library": facts.gemm_library,
+        "tuning": {name: tuning_dict(d) for name, d in facts.tuning.items()},
+    }
+
+
 def run_answer(
-    backend: str,
-    facts: Mapping[str, Any],
-    kernels: Mapping[str, Any],
-    notes: Sequence[str],
-    warnings: Sequence[str],
-    log: Sequence[str],
+    outcome: RunOutcome, notes: Sequence[str], warnings: Sequence[str], log: Sequence[str]
 ) -> Answer:
-    """`strata-core run --json`: the run's facts and kernels (strata_core.run.RunOutcome)."""
+    """`strata-core run --json`: the run's facts and kernels; ``notes`` the plan's and those
+    the run said."""
     return {
         "schema_version": SCHEMA_VERSION,
-        "backend": backend,
-        **facts,
-        "kernels": kernels,
+        "backend": outcome.backend,
+        **_facts_dict(outcome.facts),
+        "kernels": kernel_dicts(outcome.kernels),
         "notes": list(notes),
         "warnings": list(warnings),
         "log": list(log),
     }
 
 
-def table_check_answer(ok: bool, tables: Sequence[Answer], problems: Sequence[str]) -> Answer:
+def table_dict(check: TableCheck) -> Answer:
+    """One table of `table check --json`; its facts are null where it is refused."""
+    table = check.table
+    facts: dict[str, Any] = (
+        dict.fromkeys(TABLE_FACTS)
+        if table is None
+        else {
+            "library": table.kind.library,
+            "arch": table.arch,
+            "version": table.version,
+            "rows": len(table.rows),
+            "tuned": sum(row.tuned for row in table.rows),
+            "lookup_name": table.kind.file_name(table.arch, table.version),
+            "forced_by": table.kind.variable,
+        }
+    )
+    return {"path": str(check.path), "ok": check.ok, **facts, "problems": list(check.problems)}
+
+
+def table_check_answer(
+    ok: bool, checks: Sequence[TableCheck], problems: Sequence[str]
+) -> Answer:
     """`strata-core table check --json`; ``problems`` only where there are some."""
-    answer: Answer = {"schema_version": SCHEMA_VERSION, "ok": ok, "tables": list(tables)}
+    tables = [table_dict(check) for check in checks]
+    answer: Answer = {"schema_version": SCHEMA_VERSION, "ok": ok, "tables": tables}
     if problems:
         answer["problems"] = list(problems)
     return answer

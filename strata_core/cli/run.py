@@ -7,15 +7,18 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import log
 from ..errors import StrataError
 from ..plan.pipeline import PlanOutcome, PlanRequest, make_plan
 from ..plan.plan import HOST, Plan
 from ..plan.resolve import without_flags
-from .answers import dumps, run_answer
+from .answers import dumps, kernel_dicts, run_answer
 from .report import warn
+
+if TYPE_CHECKING:
+    from ..run import RunOutcome
 
 
 def run(request: PlanRequest, as_json: bool, engine: Sequence[str] | None) -> int:
@@ -69,21 +72,34 @@ def report_run(outcome: PlanOutcome, as_json: bool) -> int:
     from ..run import run_workload
 
     plan = outcome.plan
-    said: list[str] = []
-
-    def say(line: str) -> None:
-        said.append(line)
-        log.info(line, kind="note")
-
-    ran = run_workload(plan, plan.backend, say)
+    ran = run_workload(plan, plan.backend)
     if as_json:
-        notes = [*outcome.notes, *said]
-        answer = run_answer(ran.backend, ran.facts, ran.kernels, notes, outcome.warnings, plan.log)
-        print(dumps(answer))
+        notes = [*outcome.notes, *ran.said]
+        print(dumps(run_answer(ran, notes, outcome.warnings, plan.log)))
         return 0
-    print(ran.headline)
-    print(kernel_table(ran.kernels, "DRAM" if ran.backend == HOST else "card"))
+    print(headline(ran))
+    print(kernel_table(kernel_dicts(ran.kernels), "DRAM" if ran.backend == HOST else "card"))
     return 0
+
+
+def headline(ran: RunOutcome) -> str:
+    """The line above the kernel table: what ran, where, and the read bandwidth."""
+    from ..run import HostFacts
+
+    facts = ran.facts
+    if isinstance(facts, HostFacts):
+        return (
+            f"host backend: {facts.library.name}, {facts.isa}, {facts.threads} threads; DRAM "
+            f"read {facts.read_gbs:.1f} GB/s; workload {facts.workload}"
+        )
+    gemm = facts.gemm_library
+    blas = f"{gemm['library']} {gemm['version']} ({gemm['path']}); " if gemm else ""
+    return (
+        f"GPU backend: {facts.plugin} {facts.code_object.name} on {facts.card} "
+        f"({facts.target}), {facts.runtime_name} {facts.runtime}; {blas}card read "
+        f"{facts.read_gbs:,.1f} GB/s; workload {facts.workload}; every result checked "
+        "against the host backend"
+    )
 
 
 #: the expert step's reports, whose read share counts the distinct experts read

@@ -5,12 +5,23 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+
+import attrs
 
 from ..tuning.tables import Table, TableError, read
 
-#: what a JSON answer says of a table, null where the table is refused
-FACTS = ("library", "arch", "version", "rows", "tuned", "lookup_name", "forced_by")
+
+@attrs.frozen
+class TableCheck:
+    """A table checked: the table read, or None with the problems that refused it."""
+
+    path: Path
+    table: Table | None
+    problems: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.table is not None
 
 
 def tables_in(path: Path) -> Iterator[Path]:
@@ -30,48 +41,35 @@ def lookup_note(path: Path, table: Table) -> str:
     return f"; the folder lookup takes it only as {name}{forced}"
 
 
-def check(path: Path) -> dict[str, Any]:
+def check(path: Path) -> TableCheck:
     try:
-        table = read(path)
+        return TableCheck(path, read(path))
     except TableError as error:
-        problems = list(error.problems)
-        return {"path": str(path), "ok": False} | dict.fromkeys(FACTS) | {"problems": problems}
-    return {
-        "path": str(path),
-        "ok": True,
-        "library": table.kind.library,
-        "arch": table.arch,
-        "version": table.version,
-        "rows": len(table.rows),
-        "tuned": sum(row.tuned for row in table.rows),
-        "lookup_name": table.kind.file_name(table.arch, table.version),
-        "forced_by": table.kind.variable,
-        "problems": [],
-        "note": lookup_note(path, table),
-    }
+        return TableCheck(path, None, tuple(error.problems))
 
 
 def run_table_check(args: argparse.Namespace) -> int:
     from .answers import dumps, table_check_answer
 
-    results, empty = [], []
+    checks, empty = [], []
     for given in args.files:
         found = [check(path) for path in tables_in(given)]
         if not found:
             empty.append(f"{given}: no tables (*.txt) in this folder")
-        results += found
-    ok = not empty and all(r["ok"] for r in results)
+        checks += found
+    ok = not empty and all(c.ok for c in checks)
     if args.json:
-        tables = [{k: v for k, v in r.items() if k != "note"} for r in results]
-        print(dumps(table_check_answer(ok, tables, empty)))
+        print(dumps(table_check_answer(ok, checks, empty)))
         return 0 if ok else 1
-    for r in results:
-        if not r["ok"]:
-            print("\n".join(r["problems"]))
+    for c in checks:
+        if c.table is None:
+            print("\n".join(c.problems))
             continue
+        table = c.table
         print(
-            f"{r['path']}: ok: {r['library']} table for {r['arch']}, version {r['version']}, "
-            f"{r['rows']} rows ({r['tuned']} tuned){r['note']}"
+            f"{c.path}: ok: {table.kind.library} table for {table.arch}, version "
+            f"{table.version}, {len(table.rows)} rows ({sum(row.tuned for row in table.rows)} "
+            f"tuned){lookup_note(c.path, table)}"
         )
     for line in empty:
         print(line)

@@ -24,38 +24,85 @@ import attrs
 import numpy as np
 
 from ..api.records import KernelChoice
+from .. import log
 from ..errors import NoGpuRun, StrataError
 from ..gpu.backends import BACKENDS
-from ..log import says
 from ..plan.plan import HostRun, Plan, RunSettings
 from ..tuning.dispatch import say
 from ..tuning.libraries import PATHS
+from ..tuning.lookup import TuningDecision
 from .gpu_backend import GpuCard
 from .gpu_child import ANSWER, CONTACT, JOB, RESULTS, GpuJob, unflatten
-from .workload import check, execute, make_inputs, read_bandwidth, wall_clock
+from .workload import KernelReport, check, execute, make_inputs, read_bandwidth, wall_clock
 
 CHILD = "strata_core.run.gpu_child"
 
 
 @attrs.frozen
+class HostFacts:
+    """The host backend's run: its kernel library, instruction set and threads, the DRAM read
+    bandwidth, the workload and the host BLAS table's decision."""
+
+    library: Path
+    isa: str
+    threads: int
+    read_gbs: float
+    workload: str
+    tuning: TuningDecision
+
+
+@attrs.frozen
+class GpuFacts:
+    """A run on a card: the plugin, the card and the code object that ran on it, the runtime
+    (``runtime_name`` and its version), the card's read bandwidth, the workload, the vendor
+    GEMM library the child opened (None where none) and the plan's tuning decisions."""
+
+    plugin: str | None
+    card: str
+    target: str
+    code_object: Path
+    runtime_name: str
+    runtime: str
+    read_gbs: float
+    workload: str
+    gemm_library: Mapping[str, Any] | None
+    tuning: Mapping[str, TuningDecision]
+
+
+@attrs.frozen
+class KernelReports:
+    """Each kernel's report, and the read bandwidth its share of the read is measured by."""
+
+    reports: Mapping[str, KernelReport]
+    read_gbs: float
+
+
+@attrs.frozen
 class RunOutcome:
-    """What ran, its kernels' reports (as dicts) and the facts a report starts with."""
+    """What ran, the facts a report starts with, its kernels' reports and the notes said on
+    the way (a card that cannot run, the host table's start lines)."""
 
     backend: str
-    facts: Mapping[str, Any]
-    kernels: Mapping[str, dict[str, Any]]
-    headline: str
+    facts: HostFacts | GpuFacts
+    kernels: KernelReports
+    said: tuple[str, ...] = ()
 
 
-def run_workload(plan: Plan, backend: str, log: Callable[[str], None] = print) -> RunOutcome:
-    """Run ``plan``'s workload on ``backend`` (``hip``, ``cuda`` or ``host``). ``log`` takes
-    the lines said on the way (a card that cannot run, the host table's start lines)."""
+def run_workload(plan: Plan, backend: str) -> RunOutcome:
+    """Run ``plan``'s workload on ``backend`` (``hip``, ``cuda`` or ``host``); each note said
+    on the way is logged as it comes and kept in the outcome."""
+    said: list[str] = []
+
+    def say(line: str) -> None:
+        said.append(line)
+        log.info(line, kind="note")
+
     if backend in BACKENDS:
         try:
             return run_on_gpu(plan)
         except NoGpuRun as why:
-            log(f"{why}; the host backend runs the workload")
-    return run_on_host(plan, log)
+            say(f"{why}; the host backend runs the workload")
+    return attrs.evolve(run_on_host(plan, say), said=tuple(said))
 
 
 def _settings(plan: Plan) -> tuple[RunSettings, HostRun]:
@@ -220,7 +267,6 @@ def _check_gpu(
     lib, _ = _host_library(settings, host)
     inputs = make_inputs(settings.workload)
     code = Path(answer["code_object"])
-    read_gbs = answer["read_bandwidth_gbs"]
     reports = check(
         inputs,
         results,
@@ -231,27 +277,19 @@ def _check_gpu(
         f"the {code.name} code object",
         answer["call_seconds"],
     )
-    gemm = answer["gemm"]
-    facts = {
-        "plugin": plan.plugin,
-        "card": answer["card"],
-        "target": answer["target"],
-        "code_object": str(code),
-        "runtime": answer["runtime"],
-        "read_bandwidth_gbs": round(read_gbs, 2),
-        "workload": settings.workload.name,
-        "gemm_library": gemm,
-        "tuning": {name: decision.as_dict() for name, decision in plan.tuning.items()},
-    }
-    blas = f"{gemm['library']} {gemm['version']} ({gemm['path']}); " if gemm else ""
-    headline = (
-        f"GPU backend: {plan.plugin} {code.name} on {answer['card']} ({answer['target']}), "
-        f"{BACKENDS[plan.backend].runtime_name} {answer['runtime']}; {blas}card read "
-        f"{read_gbs:,.1f} GB/s; workload {settings.workload.name}; every result checked "
-        "against the host backend"
+    facts = GpuFacts(
+        plan.plugin,
+        answer["card"],
+        answer["target"],
+        code,
+        BACKENDS[plan.backend].runtime_name,
+        answer["runtime"],
+        answer["read_bandwidth_gbs"],
+        settings.workload.name,
+        answer["gemm"],
+        plan.tuning,
     )
-    kernels = {name: r.as_dict(read_gbs) for name, r in reports.items()}
-    return RunOutcome(plan.backend, facts, kernels, headline)
+    return RunOutcome(plan.backend, facts, KernelReports(reports, facts.read_gbs))
 
 
 class HostReference:
@@ -275,7 +313,8 @@ class HostReference:
         return self.lib.topk(scores, k, self.choices["topk"].variant)
 
 
-def run_on_host(plan: Plan, log: Callable[[str], None] = print) -> RunOutcome:
+def run_on_host(plan: Plan, say: Callable[[str], None]) -> RunOutcome:
+    """The workload on the host kernel library; ``say`` takes the notes said on the way."""
     from ..host import reference
     from ..host.gemm import PromptGemm
     from ..tuning.dispatch import TunedDispatch
@@ -284,13 +323,13 @@ def run_on_host(plan: Plan, log: Callable[[str], None] = print) -> RunOutcome:
     lib, threads = _host_library(settings, host)
     table = host.tuning
     for line in table.log:
-        log(line)
+        say(line)
     verbose = plan.verbose("hipblaslt")
     dispatch = TunedDispatch(table.loaded, "host BLAS", verbose=verbose)
     read_gbs = read_bandwidth(lib.read_bytes)
     inputs = make_inputs(settings.workload)
     gemm = PromptGemm(inputs.w)
-    progress = sys.stderr if says("info") else None  # -q: no step counter
+    progress = sys.stderr if log.says("info") else None  # -q: no step counter
     results = execute(lib, gemm, wall_clock, inputs, host.kernels, dispatch, progress=progress)
     reports = check(
         inputs,
@@ -302,21 +341,9 @@ def run_on_host(plan: Plan, log: Callable[[str], None] = print) -> RunOutcome:
         "the host kernel library",
     )
     if verbose:
-        log(dispatch.summary())
-    facts = {
-        "library": str(lib.path),
-        "isa": lib.isa,
-        "threads": threads,
-        "read_bandwidth_gbs": round(read_gbs, 2),
-        "workload": settings.workload.name,
-        "tuning": table.as_dict(),
-    }
-    headline = (
-        f"host backend: {lib.path.name}, {lib.isa}, {threads} threads; DRAM read "
-        f"{read_gbs:.1f} GB/s; workload {settings.workload.name}"
-    )
-    kernels = {name: r.as_dict(read_gbs) for name, r in reports.items()}
-    return RunOutcome("host", facts, kernels, headline)
+        say(dispatch.summary())
+    facts = HostFacts(lib.path, lib.isa, threads, read_gbs, settings.workload.name, table)
+    return RunOutcome("host", facts, KernelReports(reports, read_gbs))
 
 
 def tune_on_card(

@@ -224,36 +224,31 @@ class KernelReport:
     #: experts its ids name); bytes_read is then their median
     call_bytes: list[float] = attrs.field(factory=list)
 
-    def as_dict(self, read_gbs: float) -> dict[str, Any]:
-        """The report; ``spread_ms`` is half the interquartile range of the calls' times, and
-        ``bandwidth_of_read`` above 1 means the data was cache-resident."""
-        median = statistics.median(self.seconds)
-        bandwidth = self.bytes_read / median / GB
-        spread = 0.0
-        if len(self.seconds) > 1:
-            low, _, high = statistics.quantiles(self.seconds, n=4)
-            spread = (high - low) / 2
-        return {
-            "variant": self.variant,
-            "reason": self.reason,
-            "calls": len(self.seconds),
-            "checked": self.checked,
-            "median_ms": _figures(median * 1e3),
-            "spread_ms": _figures(spread * 1e3),
-            "call_ms": _figures(statistics.median(self.call_seconds) * 1e3)
-            if self.call_seconds
-            else None,
-            "throughput": _figures(self.amount / median),
-            "unit": self.unit,
-            "bandwidth_gbs": _figures(bandwidth),
-            "bandwidth_of_read": round(bandwidth / read_gbs, 3) if read_gbs else None,
-        }
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.seconds)
 
+    @property
+    def spread_s(self) -> float:
+        """Half the interquartile range of the calls' times."""
+        if len(self.seconds) < 2:
+            return 0.0
+        low, _, high = statistics.quantiles(self.seconds, n=4)
+        return (high - low) / 2
 
-def _figures(value: float) -> float:
-    """Six significant figures: a host kernel's nanoseconds and a tiny profile's rates stay
-    above zero on any machine."""
-    return float(f"{value:.6g}")
+    @property
+    def call_s(self) -> float | None:
+        """The median of the host's call times, on a GPU; None on the host."""
+        return statistics.median(self.call_seconds) if self.call_seconds else None
+
+    @property
+    def throughput(self) -> float:
+        """``unit`` a second."""
+        return self.amount / self.median_s
+
+    @property
+    def bandwidth_gbs(self) -> float:
+        return self.bytes_read / self.median_s / GB
 
 
 def check(

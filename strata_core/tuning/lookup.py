@@ -18,7 +18,6 @@ import fnmatch
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import attrs
 
@@ -41,9 +40,6 @@ class TuningDecision:
     #: what tells the engine where the table is (AMD_HIP.md: "setup points the engine at the
     #: directory when a table for the architecture exists"); empty where the user named it
     engine_env: Mapping[str, str] = attrs.field(factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"table": self.table, "used": self.used, "reason": self.reason, "rows": self.rows}
 
 
 def data_dir(env: Mapping[str, str]) -> Path:
