@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import StrataError
-from ..gpu.runtime import Card, launch_extra
+from ..gpu.runtime import Card
 from ..library_search import candidates as library_candidates
 from ..library_search import load_first
 
@@ -66,6 +66,8 @@ def device_facts(ffi: Any, lib: Any, ordinal: int) -> dict[str, Any]:
 
 class CudaDriver:
     """The driver on one device's primary context; every call's failure is a CudaError."""
+
+    launch_end = CU_LAUNCH_PARAM_END
 
     def __init__(self, candidates: Sequence[str]) -> None:
         from ._cuda_ffi import ffi
@@ -137,10 +139,10 @@ class CudaDriver:
         return function[0]
 
     def launch(
-        self, function: Any, grid: int, block: int, args: bytes, stream: Any, name: str
+        self, function: Any, grid: int, block: int, extra: Any, stream: Any, name: str
     ) -> None:
-        """Launch with the argument buffer packed by strata_core.gpu.abi (the "extra" form)."""
-        extra, *_kept = launch_extra(self.ffi, args, CU_LAUNCH_PARAM_END)
+        """Launch with the argument buffer packed by strata_core.gpu.abi, passed in ``extra``
+        (strata_core.gpu.library.Launch)."""
         status = self.lib.cuLaunchKernel(
             function, grid, 1, 1, block, 1, 1, 0, stream, self.ffi.NULL, extra
         )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import statistics
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -140,6 +140,39 @@ def topk_scratch_bytes(queries: int, k: int) -> int:
     return queries * (4 * TOPK_WORDS + 8 * (16 * k + 4096))
 
 
+#: what a launch's "extra" array says before the argument buffer and before its size (the
+#: same in HIP and CUDA)
+LAUNCH_BUFFER_POINTER, LAUNCH_BUFFER_SIZE = 0x01, 0x02
+
+
+class Launch:
+    """One launch of a kernel on a stream, its argument buffer laid out once as the runtime's
+    "extra" array; each call queues the kernel."""
+
+    def __init__(
+        self, runtime: GpuRuntime, function: Any, grid: int, args: bytes, stream: Any, op: str
+    ) -> None:
+        self.runtime, self.function, self.grid, self.stream, self.op = (
+            runtime, function, grid, stream, op
+        )  # fmt: skip
+        ffi = runtime.ffi
+        self._buffer = ffi.from_buffer("char[]", args)  # the extra array points into these
+        self._size = ffi.new("size_t *", len(args))
+        self.extra = ffi.new(
+            "void *[]",
+            [
+                ffi.cast("void *", LAUNCH_BUFFER_POINTER),
+                self._buffer,
+                ffi.cast("void *", LAUNCH_BUFFER_SIZE),
+                self._size,
+                ffi.cast("void *", runtime.launch_end),
+            ],
+        )
+
+    def __call__(self) -> None:
+        self.runtime.launch(self.function, self.grid, BLOCK, self.extra, self.stream, self.op)
+
+
 def _blocks(items: int, per_block: int) -> int:
     return max(1, -(-items // per_block))
 
@@ -175,7 +208,9 @@ class GpuKernels:
             self._held.append(runtime.malloc(nbytes))
             return self._held[-1]
 
-        self.hold = [self._kernel(*self._read_launch(hold_bytes, keep))] if hold_bytes else []
+        self.hold: list[Callable[[], None]] = (
+            [self._kernel(*self._read_launch(hold_bytes, keep))] if hold_bytes else []
+        )
 
     def close(self) -> None:
         """Release the stream, the events and the module."""
@@ -201,12 +236,12 @@ class GpuKernels:
             for pointer in taken:
                 self.runtime.free(pointer)
 
-    def _kernel(self, op: str, grid: int, args: bytes) -> Callable[[], None]:
+    def _kernel(self, op: str, grid: int, args: bytes) -> Launch:
         """The launch of one of the library's kernels on the stream."""
-        return lambda: self.runtime.launch(self.functions[op], grid, BLOCK, args, self.stream, op)
+        return Launch(self.runtime, self.functions[op], grid, args, self.stream, op)
 
     def launch_timed(
-        self, launches: list[Callable[[], None]], downloads: list[tuple[np.ndarray, Any]]
+        self, launches: Sequence[Callable[[], None]], downloads: list[tuple[np.ndarray, Any]]
     ) -> float:
         """Queue ``launches`` between the two events, after the hold when there is one, then
         copy ``downloads`` (array, device buffer) back; the seconds between the events."""
@@ -223,7 +258,7 @@ class GpuKernels:
         return rt.elapsed_s(self.start, self.stop)
 
     def _timed(
-        self, launches: list[Callable[[], None]], downloads: list[tuple[np.ndarray, Any]]
+        self, launches: Sequence[Callable[[], None]], downloads: list[tuple[np.ndarray, Any]]
     ) -> float:
         return statistics.median(
             self.launch_timed(launches, downloads) for _ in range(self.repeats)

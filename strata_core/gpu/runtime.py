@@ -21,33 +21,13 @@ class Card:
     wave_size: int | None
 
 
-#: what an "extra" launch array says before the argument buffer and before its size
-LAUNCH_BUFFER_POINTER, LAUNCH_BUFFER_SIZE = 0x01, 0x02
-
-
-def launch_extra(ffi: Any, args: bytes, end: int) -> tuple[Any, ...]:
-    """The "extra" array of a launch that passes ``args`` as one buffer (the same in HIP and
-    CUDA but for the end marker), and the objects it points into, which the caller keeps
-    alive until the launch call returns."""
-    buffer = ffi.from_buffer("char[]", args)
-    size = ffi.new("size_t *", len(args))
-    extra = ffi.new(
-        "void *[]",
-        [
-            ffi.cast("void *", LAUNCH_BUFFER_POINTER),
-            buffer,
-            ffi.cast("void *", LAUNCH_BUFFER_SIZE),
-            size,
-            ffi.cast("void *", end),
-        ],
-    )
-    return extra, buffer, size
-
-
 class GpuRuntime(Protocol):
     #: the library that was loaded, as it was named, and the cffi declarations it is called by
     path: str
     ffi: Any
+    #: what ends a launch's "extra" array in this runtime (HIP_LAUNCH_PARAM_END,
+    #: CU_LAUNCH_PARAM_END); strata_core.gpu.library.Launch makes the array
+    launch_end: int
 
     def device_count(self) -> int: ...
     def card(self, index: int) -> Card: ...
@@ -56,7 +36,7 @@ class GpuRuntime(Protocol):
     def unload_module(self, module: Any) -> None: ...
     def function(self, module: Any, name: str) -> Any: ...
     def launch(
-        self, function: Any, grid: int, block: int, args: bytes, stream: Any, name: str
+        self, function: Any, grid: int, block: int, extra: Any, stream: Any, name: str
     ) -> None: ...
     def malloc(self, nbytes: int) -> Any: ...
     def address(self, pointer: Any) -> int: ...

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import StrataError
-from ..gpu.runtime import Card, launch_extra
+from ..gpu.runtime import Card
 from .binding import HIP_ERROR_NO_DEVICE, HIP_SUCCESS, device_facts, open_runtime
 
 HIP_LAUNCH_PARAM_END = 0x03
@@ -20,6 +20,8 @@ class HipError(StrataError):
 
 
 class HipRuntime:
+    launch_end = HIP_LAUNCH_PARAM_END
+
     def __init__(self, candidates: Sequence[str]) -> None:
         """Load the first of ``candidates`` (library names or paths) that loads."""
         from ._hip_ffi import ffi
@@ -72,10 +74,10 @@ class HipRuntime:
         return function[0]
 
     def launch(
-        self, function: Any, grid: int, block: int, args: bytes, stream: Any, name: str
+        self, function: Any, grid: int, block: int, extra: Any, stream: Any, name: str
     ) -> None:
-        """Launch with the argument buffer packed by strata_core.gpu.abi (the "extra" form)."""
-        extra, *_kept = launch_extra(self.ffi, args, HIP_LAUNCH_PARAM_END)
+        """Launch with the argument buffer packed by strata_core.gpu.abi, passed in ``extra``
+        (strata_core.gpu.library.Launch)."""
         status = self.lib.hipModuleLaunchKernel(
             function, grid, 1, 1, block, 1, 1, 0, stream, self.ffi.NULL, extra
         )
