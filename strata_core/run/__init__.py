@@ -172,6 +172,21 @@ def _run_child(
     """Run the child in ``where``; its exit status, the limit it ran past (None if none), and
     the last line of its stderr. The child never outlives this call."""
     (where / JOB).write_bytes(pickle.dumps(job))
+    done = threading.Event()
+    late: list[str] = []
+    contact = min(settings.contact_timeout_s, settings.timeout_s)
+
+    def watch() -> None:
+        if done.wait(contact):
+            return
+        if contact < settings.timeout_s and not (where / CONTACT).exists():
+            late.append("contact")
+        elif done.wait(settings.timeout_s - contact):
+            return
+        else:
+            late.append("run")
+        child.kill()
+
     with open(where / "stderr", "w+") as stderr:
         child = subprocess.Popen(
             [sys.executable, "-m", module, str(where)],
@@ -180,24 +195,8 @@ def _run_child(
             stderr=stderr,
             text=True,
         )
-        done = threading.Event()
-        late: list[str] = []
-        contact = min(settings.contact_timeout_s, settings.timeout_s)
-
-        def watch() -> None:
-            if done.wait(contact):
-                return
-            if contact < settings.timeout_s and not (where / CONTACT).exists():
-                late.append("contact")
-            elif done.wait(settings.timeout_s - contact):
-                return
-            else:
-                late.append("run")
-            child.kill()
-
-        watcher = threading.Thread(target=watch, daemon=True)
-        watcher.start()
-        try:
+        try:  # straight after the start: a Ctrl-C from here on ends the child
+            threading.Thread(target=watch, daemon=True).start()
             assert child.stdout is not None
             for line in child.stdout:
                 if progress is not None:
