@@ -1,13 +1,21 @@
 """The walk of `strata-core run` through the layers (issue 23), read from the calls a run makes:
 each call from one strata_core module into another, the layer of each (tests/test_layers.py
-draws them), and the calls that climb to a higher layer. Two walks: `run --json` on the host
-backend, in this process (a sysfs tree with no GPU), and with --cuda-driver LIBRARY the GPU
-child's part on an NVIDIA card (open the card through the backend registry, launch
-matvec_q8_0), which must touch no strata_core.hip module.
+draws them), the calls that climb to a higher layer, the hook calls among them (the plugin
+manager calling a hook where a layer implements it), and the re-entries: calls into a layer
+already on the stack below the caller, where the walk comes back to a floor it had left. Two
+walks: `run --json` on the host backend, in this process (a sysfs tree with no GPU), and with
+--cuda-driver LIBRARY the GPU child's part on an NVIDIA card (open the card through the
+backend registry, launch matvec_q8_0), which must touch no strata_core.hip module.
 
     python bench/run_walk.py [--cuda-driver LIBCUDA]
 (the tests' stand-in, tests/fixtures/hip_stand_in.c built as a shared library, with
 STAND_IN_ARCH=sm_90, does for a PC without an NVIDIA card)
+
+Measured when the notes of a run stopped calling back into cli and the standard streams left
+the launcher for strata_core.streams (before -> after): the host run's climbs 10 -> 7, all of
+them hook calls (4 into host.plugin, 3 into plan.core_switches); re-entries 8 -> 5 (3 of them
+hook calls). When a launch's "extra" array moved into gpu.library.Launch (the runtime takes
+it finished): the CUDA walk's re-entries 1 -> 0, no hip module touched.
 """
 
 from __future__ import annotations
@@ -24,14 +32,33 @@ from pathlib import Path
 from types import CodeType, FrameType
 from typing import Any
 
+import attrs
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 import test_layers  # noqa: E402 - the layer map
 
+from strata_core.api import hookspec  # noqa: E402
+
 PACKAGE = test_layers.PACKAGE
-Call = tuple[str, str]
+#: the plugin hooks, which the plugin manager calls in whichever layer implements them
+HOOKS = frozenset(name for name in vars(hookspec) if name.startswith("strata_"))
+
+
+@attrs.frozen
+class Call:
+    """A call from one strata_core module into another: the function called, and whether
+    its layer was already on the stack below the caller (the walk comes back into it)."""
+
+    caller: str
+    callee: str
+    function: str
+    reentry: bool
+
+    @property
+    def hook(self) -> bool:
+        return self.caller == "strata_core.api.manager" and self.function in HOOKS
 
 
 def _module(code: CodeType, known: dict[str, str | None]) -> str | None:
@@ -47,6 +74,15 @@ def _module(code: CodeType, known: dict[str, str | None]) -> str | None:
     return known[name]
 
 
+def _layers_below(frame: FrameType | None, known: dict[str, str | None]) -> set[str | None]:
+    layers = set()
+    while frame is not None:
+        if module := _module(frame.f_code, known):
+            layers.add(test_layers.room(module))
+        frame = frame.f_back
+    return layers
+
+
 @contextlib.contextmanager
 def traced() -> Iterator[list[Call]]:
     """The calls made inside the block from one strata_core module into another."""
@@ -58,7 +94,11 @@ def traced() -> Iterator[list[Call]]:
             return
         callee, caller = _module(frame.f_code, known), _module(frame.f_back.f_code, known)
         if callee and caller and callee != caller:
-            calls.append((caller, callee))
+            layer = test_layers.room(callee)
+            back = layer != test_layers.room(caller) and layer in _layers_below(
+                frame.f_back.f_back, known
+            )
+            calls.append(Call(caller, callee, frame.f_code.co_name, back))
 
     sys.setprofile(profile)
     try:
@@ -72,17 +112,24 @@ def report(title: str, calls: list[Call]) -> None:
         layer = test_layers.room(module)
         return test_layers.floor(layer) if layer else None
 
-    climbs = collections.Counter(
-        (a, b) for a, b in calls if (fa := floor(a)) is not None and (fb := floor(b)) is not None
-        and fb > fa
-    )  # fmt: skip
-    entered = collections.Counter(test_layers.room(b) for a, b in calls)
-    modules = {m for call in calls for m in call}
+    climbs = [
+        c for c in calls if (fa := floor(c.caller)) is not None
+        and (fb := floor(c.callee)) is not None and fb > fa
+    ]  # fmt: skip
+    entered = collections.Counter(test_layers.room(c.callee) for c in calls)
+    modules = {m for c in calls for m in (c.caller, c.callee)}
+    reentries = [c for c in calls if c.reentry]
     print(f"{title}: {len(modules)} modules, {len(calls)} calls between them, "
-          f"{sum(climbs.values())} climbs to a higher layer")  # fmt: skip
+          f"{len(climbs)} climbs to a higher layer ({sum(c.hook for c in climbs)} of them hook "
+          f"calls), {len(reentries)} re-entries into a layer already on the stack "
+          f"({sum(c.hook for c in reentries)} of them hook calls)")  # fmt: skip
     print("  calls into each layer:", dict(entered.most_common()))
-    for (a, b), n in climbs.most_common():
-        print(f"  climb {a} -> {b}: {n}")
+    up = collections.Counter((c.caller, c.callee, c.hook) for c in climbs)
+    for (a, b, hook), n in up.items():
+        print(f"  climb {a} -> {b}: {n}{' (hook calls)' if hook else ''}")
+    back = collections.Counter((c.caller, c.callee, c.function) for c in reentries)
+    for (a, b, function), n in back.items():
+        print(f"  re-entry {a} -> {b}.{function}: {n}")
     hip = sorted(m for m in modules if m.startswith("strata_core.hip"))
     print("  strata_core.hip modules:", ", ".join(hip) or "none")
 
