@@ -47,6 +47,16 @@ FLOORS = {
 GROUND_FLOOR, ENTRY_FLOOR = 0, 6
 #: what the house still does against the rules above, each with its reason
 ALLOWED: dict[str, str] = {}
+#: the one module that builds the commands' JSON answers and says their schema version
+ANSWERS = "strata_core.cli.answers"
+#: what writes JSON besides it (a module, or a module's function), each with its reason
+JSON_WRITERS = {
+    "strata_core.child": "a probe child's answer to its parent",
+    "strata_core.run.gpu_child": "the GPU child's answer to the run",
+    "strata_core.run.card_tuning": "the calibration child's answer to the tune command",
+    "strata_core.hip.build_hook": "the kernel library's manifest, written by the build",
+    "strata_core.cli.tune.with_env": "the server JSON run config that tune --switches rewrites",
+}
 
 
 def modules() -> dict[str, Path]:
@@ -162,6 +172,63 @@ def test_the_layer_reader_sees_function_local_and_relative_imports(tmp_path, mon
     known = {"strata_core.x.a": tmp_path / "a.py", "strata_core.x.b": tmp_path / "b.py"}
     assert list(imports("strata_core.x.a", tmp_path / "a.py", known)) == ["strata_core.x.b"]
     assert list(imports("strata_core.x.b", tmp_path / "b.py", known)) == ["strata_core.x.a"]
+
+
+def json_written(name: str, path: Path) -> Iterator[str]:
+    """Where ``name`` writes JSON or names the answers' schema version: the module, or
+    ``module.function`` inside a function (the outermost)."""
+
+    def visit(node: ast.AST, where: str) -> Iterator[str]:
+        for child in ast.iter_child_nodes(node):
+            inner = where
+            if where == name and isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                inner = f"{name}.{child.name}"
+            if _writes_json(child):
+                yield inner
+            yield from visit(child, inner)
+
+    yield from visit(ast.parse(path.read_text(), str(path)), name)
+
+
+def _writes_json(node: ast.AST) -> bool:
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        base = node.func.value
+        return isinstance(base, ast.Name) and base.id == "json" and node.func.attr in (
+            "dump", "dumps"
+        )  # fmt: skip
+    if isinstance(node, ast.ImportFrom) and node.module == "json":
+        return any(alias.name in ("dump", "dumps") for alias in node.names)
+    if isinstance(node, ast.Constant):
+        return node.value == "schema_version"
+    if isinstance(node, ast.Name | ast.alias):
+        return (node.id if isinstance(node, ast.Name) else node.name) == "SCHEMA_VERSION"
+    return isinstance(node, ast.Attribute) and node.attr == "SCHEMA_VERSION"
+
+
+def test_the_json_reader_sees_a_write_inside_a_function_and_the_schema_version(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text(
+        "import json\nfrom .answers import SCHEMA_VERSION\n"
+        "def f():\n    def g():\n        return json.dumps({'schema_version': 1})\n"
+    )
+    assert list(json_written("m", source)) == ["m", "m.f", "m.f"]
+
+
+def test_only_the_answers_module_builds_json_answers():
+    """Every other writer of JSON is one of JSON_WRITERS, and each of those still writes."""
+    found = {
+        where
+        for name, path in modules().items()
+        if name != ANSWERS
+        for where in json_written(name, path)
+    }
+    covered = {w: next((k for k in JSON_WRITERS if f"{w}.".startswith(f"{k}.")), w) for w in found}
+    assert set(covered.values()) == set(JSON_WRITERS)
+
+
+def test_only_the_entry_imports_the_launcher():
+    importers = {name for name, targets in graph().items() if "strata_core.launcher" in targets}
+    assert importers <= ENTRY
 
 
 def test_a_ring_of_packages_is_found():
