@@ -43,7 +43,11 @@ from strata_core.api import hookspec  # noqa: E402
 
 PACKAGE = test_layers.PACKAGE
 #: the plugin hooks, which the plugin manager calls in whichever layer implements them
-HOOKS = frozenset(name for name in vars(hookspec) if name.startswith("strata_"))
+HOOKS = frozenset(
+    name
+    for name, value in vars(hookspec).items()
+    if name.startswith("strata_") and getattr(value, "__module__", None) == hookspec.__name__
+)
 
 
 @attrs.frozen

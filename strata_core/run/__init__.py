@@ -23,8 +23,8 @@ from typing import Any
 import attrs
 import numpy as np
 
-from ..api.records import KernelChoice
 from .. import log
+from ..api.records import KernelChoice
 from ..errors import NoGpuRun, StrataError
 from ..gpu.backends import BACKENDS
 from ..plan.plan import HostRun, Plan, RunSettings
