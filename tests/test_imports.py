@@ -67,3 +67,25 @@ def test_a_start_with_the_same_distributions_reads_no_package_metadata(env, tree
 def test_an_answer_from_the_cache_imports_no_typing(env, tree):
     imported(env, "plan", "--json", "--sysfs", tree)
     assert imported(env, "plan", "--json", "--sysfs", tree, among=["typing", "re"]) == set()
+
+
+
+#: the tuning tables, their lookup, the libraries' versions and the child that probes them
+TUNING = (
+    "strata_core.tuning.lookup",
+    "strata_core.tuning.tables",
+    "strata_core.tuning.versions",
+    "strata_core.tuning.libraries",
+    "strata_core.child",
+)
+
+
+def test_a_plan_for_the_host_loads_no_tuning_tables(env, tmp_path):
+    bare = str(write_sysfs(tmp_path / "bare", []))
+    command = ("plan", "--json", "--sysfs", bare)
+    assert imported(env | {"STRATA_CACHE": "0"}, *command, among=TUNING) == set()
+
+
+def test_a_plan_for_a_card_loads_the_tuning_tables(env, tree):
+    used = imported(env | {"STRATA_CACHE": "0"}, "plan", "--json", "--sysfs", tree, among=TUNING)
+    assert "strata_core.tuning.lookup" in used

@@ -21,8 +21,6 @@ from ..api.manager import PluginManager
 from ..api.records import DetectionContext, Device, RunContext, Workload
 from ..errors import StrataError
 from ..host.plugin import host_device
-from ..tuning import versions
-from ..tuning.lookup import data_dir, decide_host, search_dirs
 from . import config as run_config
 from . import packages, profile
 from .claims import Assignment, assign
@@ -294,6 +292,7 @@ def refuse_unsupported(assignments: Sequence[Assignment], selection: Selection) 
 def host_run(request: PlanRequest, host_plan: Plan) -> HostRun:
     """What the host backend runs: its kernel choices, instruction set and tuning table."""
     from ..host.platform import blas_version, isa_level
+    from ..tuning.lookup import data_dir, decide_host, search_dirs
 
     dirs = [*search_dirs(None, request.env, ()), data_dir(request.env)]
     return HostRun(
@@ -333,6 +332,7 @@ def run_settings(
 def library_versions(request: PlanRequest, plan: Plan) -> dict[str, Any]:
     """hipBLASLt, rocBLAS and cuBLASLt versions: given on the command line, else probed where
     a table decision needs one, except for a card that is not in this PC."""
+    from ..tuning import versions
 
     given = {
         "hipblaslt": versions.hipblaslt_number(request.hipblaslt) if request.hipblaslt else None,
