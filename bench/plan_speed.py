@@ -2,8 +2,9 @@
 same run: `--version`, `plan --json` uncached (STRATA_CACHE=0; also with the HIP probe, and
 both probes, turned off) and from a warm answer cache (also through the `strata-core` console
 script, the launcher's path, where this Python has one), `devices`, `import strata_core.cli.main`,
-and a floor: a process importing only the libraries strata is bound to use (pluggy, attrs,
-cattrs, structlog), nothing of strata. The commands take turns, round after round, so that a
+and two floors: a process importing only the libraries strata is bound to use (pluggy, attrs,
+cattrs, structlog), and one importing those of them that `plan --json` loads (pluggy, attrs),
+nothing of strata. The commands take turns, round after round, so that a
 busy machine slows each alike; each time is a median of --runs rounds, after a first round that
 also writes the bytecode caches an installed package has (PYTHONDONTWRITEBYTECODE is dropped).
 Beside wall time, each process's CPU time (user + system, from the kernel's accounting of
@@ -34,8 +35,10 @@ from pathlib import Path
 STRATA = [sys.executable, "-m", "strata_core"]
 #: the console script beside this Python, as an installed package has it
 SCRIPT = Path(sys.executable).with_name("strata-core")
-#: the libraries strata is bound to use, imported with nothing of strata
+#: the libraries strata is bound to use, and those of them `plan --json` loads, imported with
+#: nothing of strata
 FLOOR = "import pluggy, attrs, cattrs, structlog"
+PLAN_FLOOR = "import pluggy, attrs"
 
 
 def cases(sysfs: list[str], cache: str) -> list[tuple[str, list[str], dict[str, str]]]:
@@ -48,6 +51,7 @@ def cases(sysfs: list[str], cache: str) -> list[tuple[str, list[str], dict[str, 
     return [
         ("python -c pass", [sys.executable, "-c", "pass"], {}),
         ("floor: " + FLOOR, [sys.executable, "-c", FLOOR], {}),
+        ("floor of plan: " + PLAN_FLOOR, [sys.executable, "-c", PLAN_FLOOR], {}),
         ("import strata_core.cli.main", [sys.executable, "-c", "import strata_core.cli.main"], {}),
         ("--version", [*STRATA, "--version"], uncached),
         ("plan --json", [*STRATA, "plan", "--json", *sysfs], uncached),
