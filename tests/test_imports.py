@@ -89,3 +89,10 @@ def test_a_plan_for_the_host_loads_no_tuning_tables(env, tmp_path):
 def test_a_plan_for_a_card_loads_the_tuning_tables(env, tree):
     used = imported(env | {"STRATA_CACHE": "0"}, "plan", "--json", "--sysfs", tree, among=TUNING)
     assert "strata_core.tuning.lookup" in used
+
+
+@pytest.mark.parametrize("command", [["devices"], ["devices", "--json"]])
+def test_devices_loads_detection_and_not_the_rest_of_the_pipeline(env, tree, command):
+    rest = ["strata_core.plan.pipeline", "strata_core.plan.profile", "strata_core.plan.detection"]
+    used = imported(env | {"STRATA_CACHE": "0"}, *command, "--sysfs", tree, among=rest)
+    assert used == {"strata_core.plan.detection"}

@@ -14,7 +14,8 @@ from strata_core.api.hookspec import PROJECT, hookimpl
 from strata_core.api.manager import PluginManager, PluginStatus
 from strata_core.api.records import Detection, DetectionContext
 from strata_core.plan.claims import assign
-from strata_core.plan.pipeline import PlanRequest, make_plan
+from strata_core.plan.detection import PlanRequest
+from strata_core.plan.pipeline import make_plan
 from strata_core.testing.distributions import write_distribution
 from strata_core.testing.sysfs import RX_7900_XTX
 
