@@ -91,6 +91,12 @@ def test_a_plan_for_a_card_loads_the_tuning_tables(env, tree):
     assert "strata_core.tuning.lookup" in used
 
 
+def test_a_plan_that_probes_no_library_starts_no_child_machinery(env, tree):
+    command = ("plan", "--json", "--sysfs", tree)
+    among = ["strata_core.child", "subprocess"]
+    assert imported(env | {"STRATA_CACHE": "0"}, *command, among=among) == set()
+
+
 @pytest.mark.parametrize("command", [["devices"], ["devices", "--json"]])
 def test_devices_loads_detection_and_not_the_rest_of_the_pipeline(env, tree, command):
     rest = ["strata_core.plan.pipeline", "strata_core.plan.profile", "strata_core.plan.detection"]
