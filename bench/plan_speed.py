@@ -1,10 +1,15 @@
 """How fast `strata-core` answers, as whole processes beside a bare `python -c pass` in the
 same run: `--version`, `plan --json` uncached (STRATA_CACHE=0; also with the HIP probe, and
-both probes, turned off) and from a warm answer cache, `devices`, and `import strata_core.cli.main`.
-The commands take turns, round after round, so that a busy machine slows each alike; each
-time is a median of --runs rounds, after a first round that also writes the bytecode caches
-an installed package has (PYTHONDONTWRITEBYTECODE is dropped). Then in-process planning with
-cached detection.
+both probes, turned off) and from a warm answer cache (also through the `strata-core` console
+script, the launcher's path, where this Python has one), `devices`, `import strata_core.cli.main`,
+and two floors: a process importing only the libraries strata is bound to use (pluggy, attrs,
+cattrs, structlog), and one importing those of them that `plan --json` loads (pluggy, attrs),
+nothing of strata. The commands take turns, round after round, so that a
+busy machine slows each alike; each time is a median of --runs rounds, after a first round that
+also writes the bytecode caches an installed package has (PYTHONDONTWRITEBYTECODE is dropped).
+Beside wall time, each process's CPU time (user + system, from the kernel's accounting of
+ended children), which a machine shared with other work disturbs less. Then in-process
+planning with cached detection.
 
 Runs wherever strata imports with this Python, the checkout's venv or a bare python3 with the
 wheels on PYTHONPATH (scripts/nvidia-gpu.sh):
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -27,13 +33,25 @@ import time
 from pathlib import Path
 
 STRATA = [sys.executable, "-m", "strata_core"]
+#: the console script beside this Python, as an installed package has it
+SCRIPT = Path(sys.executable).with_name("strata-core")
+#: the libraries strata is bound to use, and those of them `plan --json` loads, imported with
+#: nothing of strata
+FLOOR = "import pluggy, attrs, cattrs, structlog"
+PLAN_FLOOR = "import pluggy, attrs"
 
 
 def cases(sysfs: list[str], cache: str) -> list[tuple[str, list[str], dict[str, str]]]:
     """(label, argv, environment changes) of each measured process."""
     uncached = {"STRATA_CACHE": "0"}
+    warm = {"STRATA_CACHE": "1", "STRATA_CACHE_DIR": cache}
+    through_script = [
+        ("plan --json, cache warm, strata-core", [str(SCRIPT), "plan", "--json", *sysfs], warm)
+    ]
     return [
         ("python -c pass", [sys.executable, "-c", "pass"], {}),
+        ("floor: " + FLOOR, [sys.executable, "-c", FLOOR], {}),
+        ("floor of plan: " + PLAN_FLOOR, [sys.executable, "-c", PLAN_FLOOR], {}),
         ("import strata_core.cli.main", [sys.executable, "-c", "import strata_core.cli.main"], {}),
         ("--version", [*STRATA, "--version"], uncached),
         ("plan --json", [*STRATA, "plan", "--json", *sysfs], uncached),
@@ -47,18 +65,21 @@ def cases(sysfs: list[str], cache: str) -> list[tuple[str, list[str], dict[str, 
             [*STRATA, "plan", "--json", *sysfs],
             uncached | {"STRATA_HIP_PROBE": "0", "STRATA_CUDA_PROBE": "0"},
         ),
-        (
-            "plan --json, cache warm",
-            [*STRATA, "plan", "--json", *sysfs],
-            {"STRATA_CACHE": "1", "STRATA_CACHE_DIR": cache},
-        ),
+        ("plan --json, cache warm", [*STRATA, "plan", "--json", *sysfs], warm),
+        *(through_script if SCRIPT.exists() else []),
         ("devices", [*STRATA, "devices", *sysfs], uncached),
     ]
 
 
-def processes(runs: int, sysfs: list[str]) -> dict[str, list[float]]:
-    """Each case's wall times, the cases taking turns in every round, in a folder of their own
-    (``-m`` puts it on sys.path, whose folders a cached answer depends on)."""
+def children_cpu() -> float:
+    """User and system seconds of every ended child process so far."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def processes(runs: int, sysfs: list[str]) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Each case's wall times and CPU times, the cases taking turns in every round, in a folder
+    of their own (``-m`` puts it on sys.path, whose folders a cached answer depends on)."""
     with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as quiet:
         measured = cases(sysfs, cache)
         base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -68,13 +89,15 @@ def processes(runs: int, sysfs: list[str]) -> dict[str, list[float]]:
             if done.returncode != 0:
                 sys.exit(f"{label}: exit status {done.returncode}: {done.stderr.strip()}")
         times: dict[str, list[float]] = {label: [] for label, _, _ in measured}
+        cpu: dict[str, list[float]] = {label: [] for label, _, _ in measured}
         quietly = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
         for _ in range(runs):
             for (label, argv, _), env in zip(measured, environments, strict=True):
-                start = time.perf_counter()
+                start, start_cpu = time.perf_counter(), children_cpu()
                 subprocess.run(argv, env=env, cwd=quiet, **quietly)
                 times[label].append(time.perf_counter() - start)
-    return times
+                cpu[label].append(children_cpu() - start_cpu)
+    return times, cpu
 
 
 def goals(times: dict[str, list[float]], sysfs: Path) -> list[tuple[str, float, float, str]]:
@@ -132,14 +155,17 @@ def main() -> None:
     parser.add_argument("--sysfs", metavar="DIR", help="sysfs root (default: this machine's)")
     args = parser.parse_args()
     sysfs = ["--sysfs", args.sysfs] if args.sysfs else []
-    times = processes(args.runs, sysfs)
+    times, cpu = processes(args.runs, sysfs)
     bare = statistics.median(times["python -c pass"])
+    bare_cpu = statistics.median(cpu["python -c pass"])
     print(f"{sys.executable} {sys.version.split()[0]}; {os.cpu_count()} CPUs; "
-          f"medians of {args.runs} runs; sysfs {args.sysfs or '/sys'}")  # fmt: skip
+          f"medians of {args.runs} runs; sysfs {args.sysfs or '/sys'}")
+    print(f"  {'':50} {'wall':>9}  {'(spread)':>13} {'ratio':>6}  {'CPU':>9} {'ratio':>6}")
     for label, measured in times.items():
-        median = statistics.median(measured)
-        spread = f"{min(measured) * 1e3:.0f}-{max(measured) * 1e3:.0f}"
-        print(f"  {label:34} {median * 1e3:7.1f} ms  ({spread} ms)  {median / bare:5.1f}x")
+        median, median_cpu = statistics.median(measured), statistics.median(cpu[label])
+        spread = f"({min(measured) * 1e3:.0f}-{max(measured) * 1e3:.0f} ms)"
+        print(f"  {label:50} {median * 1e3:6.1f} ms  {spread:>13} {median / bare:5.1f}x"
+              f"  {median_cpu * 1e3:6.1f} ms {median_cpu / bare_cpu:5.1f}x")  # fmt: skip
     print("goals (issue 24):")
     for what, value, limit, unit in goals(times, Path(args.sysfs or "/sys")):
         verdict = "met" if value <= limit else "NOT met"

@@ -67,3 +67,39 @@ def test_a_start_with_the_same_distributions_reads_no_package_metadata(env, tree
 def test_an_answer_from_the_cache_imports_no_typing(env, tree):
     imported(env, "plan", "--json", "--sysfs", tree)
     assert imported(env, "plan", "--json", "--sysfs", tree, among=["typing", "re"]) == set()
+
+
+#: the tuning tables' reader, their lookup, the libraries' versions and the child that probes
+#: them
+TUNING = (
+    "strata_core.tuning.lookup",
+    "strata_core.tuning.tables",
+    "strata_core.tuning.versions",
+    "strata_core.tuning.libraries",
+    "strata_core.child",
+)
+
+
+def test_a_plan_for_the_host_loads_no_tuning_tables(env, tmp_path):
+    bare = str(write_sysfs(tmp_path / "bare", []))
+    command = ("plan", "--json", "--sysfs", bare)
+    assert imported(env | {"STRATA_CACHE": "0"}, *command, among=TUNING) == set()
+
+
+def test_a_plan_for_a_card_with_no_table_to_read_loads_the_lookup_not_the_reader(env, tree):
+    used = imported(env | {"STRATA_CACHE": "0"}, "plan", "--json", "--sysfs", tree, among=TUNING)
+    assert used == {"strata_core.tuning.lookup", "strata_core.tuning.versions",
+                    "strata_core.tuning.libraries"}  # fmt: skip
+
+
+def test_a_plan_that_probes_no_library_starts_no_child_machinery(env, tree):
+    command = ("plan", "--json", "--sysfs", tree)
+    among = ["strata_core.child", "subprocess"]
+    assert imported(env | {"STRATA_CACHE": "0"}, *command, among=among) == set()
+
+
+@pytest.mark.parametrize("command", [["devices"], ["devices", "--json"]])
+def test_devices_loads_detection_and_not_the_rest_of_the_pipeline(env, tree, command):
+    rest = ["strata_core.plan.pipeline", "strata_core.plan.profile", "strata_core.plan.detection"]
+    used = imported(env | {"STRATA_CACHE": "0"}, *command, "--sysfs", tree, among=rest)
+    assert used == {"strata_core.plan.detection"}

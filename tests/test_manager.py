@@ -1,17 +1,21 @@
 """Discovery through entry points, allow and deny lists, broken plugins, API versions, ties."""
 
+import functools
 import importlib.metadata
 import sys
 import threading
+import types
 from pathlib import Path
 
+import pluggy
 import pytest
 
-from strata_core.api.hookspec import hookimpl
+from strata_core.api.hookspec import PROJECT, hookimpl
 from strata_core.api.manager import PluginManager, PluginStatus
 from strata_core.api.records import Detection, DetectionContext
 from strata_core.plan.claims import assign
-from strata_core.plan.pipeline import PlanRequest, make_plan
+from strata_core.plan.detection import PlanRequest
+from strata_core.plan.pipeline import make_plan
 from strata_core.testing.distributions import write_distribution
 from strata_core.testing.sysfs import RX_7900_XTX
 
@@ -344,3 +348,97 @@ def test_a_distribution_installed_or_changed_after_the_index_is_seen(site, env):
         assert "renamed" in records and "late" not in records
     finally:
         sys.modules.pop("late_plugin", None)
+
+
+def _plugin_shapes():
+    """Plugins of every kind pluggy takes hooks from, each with names that are and are not
+    hook implementations."""
+
+    @hookimpl
+    def strata_arch_targets():
+        return ("gfx1100",)
+
+    def unmarked():
+        return None
+
+    def wrapper():
+        return None
+
+    wrapper.__func__ = strata_arch_targets
+
+    class Hooks:
+        strata_api_version = 1
+        constant = 3
+        marked_function = staticmethod(strata_arch_targets)
+
+        @hookimpl
+        def strata_claim_device(self, device):
+            return None
+
+        def helper(self):
+            return None
+
+        @staticmethod
+        @hookimpl
+        def strata_detect_devices(context):
+            return None
+
+        @classmethod
+        @hookimpl
+        def strata_kernel_library(cls):
+            return None
+
+        @property
+        def strata_switches(self):
+            return ()
+
+        @functools.cached_property
+        def cached(self):
+            return 1
+
+    class Child(Hooks):
+        def strata_claim_device(self, device):  # overridden without the mark
+            return None
+
+    class Slotted:
+        __slots__ = ("strata_arch_targets", "other")
+
+        def __init__(self):
+            self.strata_arch_targets = strata_arch_targets
+            self.other = unmarked
+
+    class Mutated(Hooks):
+        pass
+
+    mutated = Mutated()
+    mutated.strata_run_context = strata_arch_targets
+    mutated.bound = Hooks().strata_claim_device
+    _ = mutated.cached
+
+    class Module(types.ModuleType):
+        strata_run_context = staticmethod(strata_arch_targets)
+
+    module = types.ModuleType("shape")
+    for name, value in {
+        "strata_arch_targets": strata_arch_targets,
+        "unmarked": unmarked,
+        "wrapper": wrapper,
+        "Hooks": Hooks,
+        "number": 1,
+        "as_static": staticmethod(strata_arch_targets),
+        "as_method": types.MethodType(strata_arch_targets, object()),
+        "__annotations__": {},
+    }.items():
+        setattr(module, name, value)
+    return [module, Module("sub"), Hooks(), Child(), Slotted(), mutated, Hooks, Child]
+
+
+def test_the_managers_hooks_are_those_plain_pluggy_finds():
+    """The manager's quick look-up skips only what pluggy itself would skip."""
+    ours = PluginManager({}).pm
+    plain = pluggy.PluginManager(PROJECT)
+    installed = [plugin for _, plugin in PluginManager.discover({}).pm.list_name_plugin()]
+    for plugin in [*_plugin_shapes(), *installed]:
+        for name in dir(plugin):
+            expected = plain.parse_hookimpl_opts(plugin, name)
+            assert ours.parse_hookimpl_opts(plugin, name) == expected, (plugin, name)

@@ -13,7 +13,7 @@ from strata_core.plan.core_switches import page_variables
 from strata_core.testing.distributions import write_distribution
 from strata_core.testing.sysfs import R9700, RADEON_780M, RX_7900_XTX, fake_gpu, write_sysfs
 from strata_core.tuning.switch_trials import TRIALS
-from strata_core.tuning.tables import KINDS
+from strata_core.tuning.kinds import KINDS
 
 FIXTURES = Path(__file__).parent / "fixtures/tables"
 TINY = Path(__file__).parent / "fixtures/profiles/tiny.toml"

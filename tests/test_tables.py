@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from strata_core.cli.tune import parse_case
-from strata_core.tuning.tables import CUBLASLT, HIPBLASLT, ROCBLAS, TableError, parse, read, render
+from strata_core.tuning.kinds import CUBLASLT, HIPBLASLT, ROCBLAS
+from strata_core.tuning.tables import TableError, parse, read, render
 
 FIXTURES = Path(__file__).parent / "fixtures/tables"
 HIP = FIXTURES / "gfx1151-hipblaslt-100401.txt"

@@ -21,7 +21,8 @@ from strata_core.tuning.lookup import (
     find_table,
     search_dirs,
 )
-from strata_core.tuning.tables import CUBLASLT, HIPBLASLT, HOST, ROCBLAS, read, render
+from strata_core.tuning.kinds import CUBLASLT, HIPBLASLT, HOST, ROCBLAS
+from strata_core.tuning.tables import read, render
 from strata_core.tuning.versions import LibraryVersion
 
 FIXTURES = Path(__file__).parent / "fixtures/tables"

@@ -24,7 +24,8 @@ from strata_core.testing.sysfs import (
     write_sysfs,
 )
 from strata_core.tuning.dispatch import SolutionRefused
-from strata_core.tuning.tables import CUBLASLT, DEFAULT, HIPBLASLT, read
+from strata_core.tuning.kinds import CUBLASLT, HIPBLASLT
+from strata_core.tuning.tables import DEFAULT, read
 
 #: the workload of tiny.toml with four prompt steps: three refusals, then the default
 FOUR_PROMPTS = """name = "four-prompts"

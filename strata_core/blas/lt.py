@@ -25,7 +25,8 @@ import attrs
 from ..errors import StrataError
 from ..library_search import load_first
 from ..tuning.dispatch import SolutionRefused
-from ..tuning.tables import CUBLASLT, DEFAULT, HIPBLASLT, Kind
+from ..tuning.kinds import CUBLASLT, HIPBLASLT, Kind
+from ..tuning.tables import DEFAULT
 from .gemm import WORKSPACE_BYTES, GemmShape
 
 #: algorithms asked of the heuristic per shape: every one it lists, as far as it lists them

@@ -6,7 +6,7 @@ from .. import log
 from ..gpu.backends import backend_for
 from ..plan import config as run_config
 from ..plan.context import this_os
-from ..plan.pipeline import PlanRequest, detect
+from ..plan.detection import PlanRequest, detect
 from .answers import device_dict, devices_answer, dumps
 from .report import devices_text, warn
 

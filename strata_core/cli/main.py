@@ -20,7 +20,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on a comm
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 
-    from ..plan.pipeline import PlanRequest
+    from ..plan.detection import PlanRequest
 
 PROG = "strata-core"
 
@@ -578,7 +578,7 @@ def plan_request(
     engine: Sequence[str] | None = None,
 ) -> PlanRequest:
     """The request of a `plan`, `run` or `devices` command line, read once."""
-    from ..plan.pipeline import PlanRequest
+    from ..plan.detection import PlanRequest
     from ..plan.selection import DeviceChoice, parse_gpus, parse_roles
 
     choice = None

@@ -11,7 +11,8 @@ from .. import log
 from ..api.switches import Switch
 from ..errors import StrataError
 from ..plan import config as run_config
-from ..plan.pipeline import PlanRequest, make_plan
+from ..plan.detection import PlanRequest
+from ..plan.pipeline import make_plan
 from ..plan.plan import Plan, declarations
 from ..plan.resolve import without_flags
 from ..plan.selection import Selection

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from .. import log
 from ..errors import StrataError
-from ..plan.pipeline import PlanOutcome, PlanRequest, make_plan
+from ..plan.detection import PlanRequest
+from ..plan.pipeline import PlanOutcome, make_plan
 from ..plan.plan import HOST, Plan
 from ..plan.resolve import without_flags
 from .answers import dumps, kernel_dicts, run_answer

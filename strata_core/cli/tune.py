@@ -157,7 +157,8 @@ def tune_host(
 def card_plan(args: argparse.Namespace, env: Mapping[str, str]) -> Any:
     """The plan of a run on this PC's card whose prompt GEMMs run through a vendor library,
     or None where the host backend runs."""
-    from ..plan.pipeline import PlanRequest, make_plan
+    from ..plan.detection import PlanRequest
+    from ..plan.pipeline import make_plan
     from ..tuning.libraries import PATHS, calibrated_path
 
     request = PlanRequest(env=env, sysfs=args.sysfs, profile=args.profile, for_run=True)
@@ -193,7 +194,7 @@ def tune_card(
     min_gain: float,
 ) -> int:
     """Calibrate the plan's prompt GEMM library on its card and write its table."""
-    from ..plan.pipeline import seconds_variable
+    from ..plan.detection import seconds_variable
     from ..run import tune_on_card
     from ..tuning import versions
     from ..tuning.libraries import LIBRARIES, PATHS, calibrated_path
@@ -240,7 +241,8 @@ def tune_card(
 def host_run(args: argparse.Namespace, env: Mapping[str, str], config: Path | None) -> Any:
     """The host backend of this PC's plan (with the run config ``config``, where there is
     one yet): its instruction set and kernels."""
-    from ..plan.pipeline import PlanRequest, make_plan
+    from ..plan.detection import PlanRequest
+    from ..plan.pipeline import make_plan
 
     request = PlanRequest(
         env=env, config=config, sysfs=args.sysfs, profile=args.profile, for_run=True

@@ -1,33 +1,36 @@
 """The pipeline from a request to a Plan: plugins, devices, backend, claims, cards, context,
 switches, kernels, tuning (DESIGN.md "The flow of one run").
 
-A :class:`PlanRequest` is built once, from the command line and the environment; everything
-below :func:`make_plan` reads only the request and the files it names, and the Plan it returns
-is all that a run, an engine start or a rendering needs.
+A :class:`~strata_core.plan.detection.PlanRequest` is built once, from the command line and the
+environment; everything below :func:`make_plan` reads only the request and the files it names,
+and the Plan it returns is all that a run, an engine start or a rendering needs.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from .. import archdb, log
-from ..answer_cache import Recorder
+from .. import archdb
 from ..api.manager import PluginManager
-from ..api.records import DetectionContext, Device, RunContext, Workload
+from ..api.records import Device, RunContext, Workload
 from ..errors import StrataError
 from ..host.plugin import host_device
-from ..tuning import versions
-from ..tuning.lookup import data_dir, decide_host, search_dirs
 from . import config as run_config
 from . import packages, profile
 from .claims import Assignment, assign
 from .context import ram_bytes, this_os
-from .devices import DeviceScan, device_for, scan
+from .detection import (
+    PlanRequest,
+    chosen_plugin,
+    detect,
+    device_choice,
+    seconds_variable,
+)
+from .devices import device_for
 from .plan import (
     HOST,
     EngineCards,
@@ -39,61 +42,13 @@ from .plan import (
     with_tuning,
 )
 from .resolve import parse_engine_args
-from .selection import DeviceChoice, Selection, choose_backend
+from .selection import Selection
 
 GIB = 1 << 30
 #: Engine arguments whose values a user gives after `run --`, which no default overrides.
 ENGINE_FLAGS = {"--pcie-frac", "--pipeline-windows", "--ple-io", "--kv"}
 #: Seconds the GPU run may take before it is stopped (STRATA_RUN_TIMEOUT).
 RUN_TIMEOUT_S = 600.0
-
-
-@attrs.frozen
-class PlanRequest:
-    """What the user asked for, from the command line and the environment, read once.
-
-    ``choice`` is None where the command line names no cards (the run config may);
-    ``engine_args`` are the user's own engine arguments after ``run --`` (they win);
-    ``for_run`` adds what a run needs besides the decisions (``Plan.host``, ``Plan.run``);
-    ``recorder`` reads every file the plan depends on, for the answer cache.
-    """
-
-    env: Mapping[str, str] = attrs.field(factory=dict)
-    config: Path | None = None
-    sysfs: Path | None = None
-    hip: bool | None = None
-    choice: DeviceChoice | None = None
-    device: str | None = None
-    integrated: bool = False
-    os: str | None = None
-    kv: str | None = None
-    pack: str | None = None
-    kv_streaming: bool = False
-    vision: str | None = None
-    ple_table_gib: float | None = None
-    profile: Path | None = None
-    hipblaslt: str | None = None
-    rocblas: str | None = None
-    engine_args: tuple[str, ...] = ()
-    threads: int = 0
-    for_run: bool = False
-    recorder: Recorder = attrs.field(factory=Recorder, eq=False, repr=False)
-
-
-@attrs.frozen
-class Detected:
-    """Plugins, devices, who runs each, and the chosen cards."""
-
-    manager: PluginManager
-    found: DeviceScan
-    assignments: tuple[Assignment, ...]
-    selection: Selection
-    problems: tuple[str, ...]
-
-    @property
-    def warnings(self) -> tuple[str, ...]:
-        """Every problem so far, the plugins that broke in any hook call included."""
-        return (*self.manager.problems, *self.found.problems, *self.problems)
 
 
 @attrs.frozen
@@ -116,76 +71,6 @@ class PlanOutcome:
     def notes(self) -> tuple[str, ...]:
         """What `devices` says about the chosen cards, after the host backend's line."""
         return (*((self.no_gpu,) if self.no_gpu else ()), *self.selection.notes)
-
-
-def detection_context(request: PlanRequest) -> DetectionContext:
-    """The detection context for the request's sysfs root, HIP probe choice and environment."""
-    env = request.env
-    root = request.sysfs or Path(env.get("STRATA_SYSFS") or "/sys")
-    hip = request.hip
-    if hip is None:
-        hip = root == Path("/sys") and env.get("STRATA_HIP_PROBE", "1") != "0"
-    cuda = env.get("STRATA_CUDA_PROBE", "1" if root == Path("/sys") else "0") != "0"
-    if request.sysfs is not None and not request.sysfs.is_dir():
-        raise StrataError(f"--sysfs {request.sysfs}: no such directory")
-    return DetectionContext(
-        sysfs=root,
-        env=dict(env),
-        hip_probe=hip,
-        hip_timeout_s=seconds_variable(env, "STRATA_HIP_PROBE_TIMEOUT", 15.0),
-        cuda_probe=cuda,
-        recorder=request.recorder,
-    )
-
-
-def seconds_variable(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = env.get(name)
-    if raw is None:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not (math.isfinite(value) and value > 0):
-        raise StrataError(f"{name}={raw}: expected a positive number of seconds")
-    return value
-
-
-def device_choice(request: PlanRequest, config: run_config.RunConfig) -> DeviceChoice:
-    """The cards the user asked for: the command line, else the run config's ``hip_ordinal``
-    or ``gpu``."""
-    if request.choice is not None:
-        return request.choice
-    roles = {int(k): v for k, v in config.gpu_roles.items()}
-    where = str(run_config.find(request.config, request.env, request.recorder))
-    if config.hip_ordinal is not None:
-        return DeviceChoice(gpu=config.hip_ordinal, roles=roles, source=f"{where}'s hip_ordinal")
-    if config.gpu is not None or config.gpu_roles:
-        if isinstance(config.gpu, int):
-            return DeviceChoice(gpu=config.gpu, roles=roles, source=where)
-        return DeviceChoice(gpus=config.gpu, roles=roles, source=where)
-    return DeviceChoice()
-
-
-def chosen_plugin(request: PlanRequest, config: run_config.RunConfig) -> str | None:
-    return request.env.get("STRATA_ARCH_PLUGIN") or config.arch_plugin
-
-
-def detect(request: PlanRequest, config: run_config.RunConfig) -> Detected:
-    """Discover plugins, detect devices, assign plugins and choose cards."""
-    context = detection_context(request)
-    manager = PluginManager.discover(request.env)
-    found = scan(manager, context)
-    assignments, problems = assign(manager, found.devices, chosen_plugin(request, config))
-    selection = choose_backend(assignments, device_choice(request, config))
-    for a in assignments:
-        log.debug(
-            f"{a.device.name} ({a.device.gfx}, index {a.device.index}): {a.reason}",
-            kind="detection",
-            seen_by=",".join(a.device.seen_by),
-        )
-    log.debug(f"selected {list(selection.indices)}: {selection.reason}", kind="selection")
-    return Detected(manager, found, tuple(assignments), selection, tuple(problems))
 
 
 def make_plan(request: PlanRequest) -> PlanOutcome:
@@ -294,6 +179,7 @@ def refuse_unsupported(assignments: Sequence[Assignment], selection: Selection) 
 def host_run(request: PlanRequest, host_plan: Plan) -> HostRun:
     """What the host backend runs: its kernel choices, instruction set and tuning table."""
     from ..host.platform import blas_version, isa_level
+    from ..tuning.lookup import data_dir, decide_host, search_dirs
 
     dirs = [*search_dirs(None, request.env, ()), data_dir(request.env)]
     return HostRun(
@@ -333,6 +219,7 @@ def run_settings(
 def library_versions(request: PlanRequest, plan: Plan) -> dict[str, Any]:
     """hipBLASLt, rocBLAS and cuBLASLt versions: given on the command line, else probed where
     a table decision needs one, except for a card that is not in this PC."""
+    from ..tuning import versions
 
     given = {
         "hipblaslt": versions.hipblaslt_number(request.hipblaslt) if request.hipblaslt else None,

@@ -10,7 +10,7 @@ import attrs
 
 from .. import archdb
 from ..library_search import candidates
-from .tables import CUBLASLT, HIPBLASLT, ROCBLAS, Kind
+from .kinds import CUBLASLT, HIPBLASLT, ROCBLAS, Kind
 
 
 @attrs.frozen

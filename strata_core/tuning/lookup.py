@@ -18,14 +18,18 @@ import fnmatch
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 
 from .. import archdb
 from ..answer_cache import Recorder
 from ..api.switches import Resolved
-from .tables import CUBLASLT, HIPBLASLT, HOST, ROCBLAS, Kind, Table, TableError, read
+from .kinds import CUBLASLT, HIPBLASLT, HOST, ROCBLAS, Kind
 from .versions import LibraryVersion
+
+if TYPE_CHECKING:  # a table is read only where one is found
+    from .tables import Table
 
 
 @attrs.frozen
@@ -76,6 +80,8 @@ def _not_used(kind: Kind, reason: str) -> str:
 
 
 def _load(path: Path, recorder: Recorder) -> tuple[Table | None, list[str]]:
+    from .tables import TableError, read
+
     try:
         return read(path, recorder), []
     except TableError as error:

@@ -9,7 +9,6 @@ import attrs
 
 from .. import library_search
 from ..answer_cache import Recorder
-from ..child import ChildFailed, child_environment, run_json_module
 from ..errors import StrataError
 from .libraries import LIBRARIES
 
@@ -54,6 +53,8 @@ def probe(
     env: Mapping[str, str], timeout_s: float, recorder: Recorder | None = None
 ) -> dict[str, LibraryVersion]:
     """Ask the installed hipBLASLt, rocBLAS and cuBLASLt, in a child process."""
+    from ..child import ChildFailed, child_environment, run_json_module
+
     recorder = recorder or Recorder()
     for named in LIBRARIES.values():
         library_search.record(env, named.variable, recorder)
