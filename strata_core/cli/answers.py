@@ -17,11 +17,11 @@ from ..plan.claims import Assignment
 from ..plan.pictures import PictureReader
 from ..plan.plan import Plan, backend_of
 from ..plan.selection import Selection
-from ..tuning.lookup import TuningDecision
 
 if TYPE_CHECKING:  # records of commands whose modules `plan` and `devices` do not load
     from ..run import GpuFacts, HostFacts, KernelReports, RunOutcome
     from ..run.workload import KernelReport
+    from ..tuning.lookup import TuningDecision
     from .env_facts import EnvReport
     from .table import TableCheck
 
