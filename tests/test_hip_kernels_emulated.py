@@ -137,10 +137,13 @@ def test_router_topk(emu, variant, warps, tokens, experts, k, kind):
     np.testing.assert_allclose(weights, want_weights, rtol=1e-5, atol=1e-7)
 
 
-@pytest.mark.parametrize(("experts", "warps"), [(128, 1), (129, 2), (256, 2), (257, 1)])
-def test_router_grid_gives_two_warps_a_token_from_129_to_256_experts(experts, warps):
-    assert router_grid(100, experts, "fast") == _blocks(100 * warps, WARPS)
-    assert router_grid(100, experts, "portable") == 1
+@pytest.mark.parametrize(
+    ("tokens", "experts", "warps"),
+    [(100, 128, 1), (100, 129, 2), (1024, 256, 2), (1025, 256, 1), (100, 257, 1)],
+)
+def test_router_grid_gives_few_tokens_two_warps_from_129_to_256_experts(tokens, experts, warps):
+    assert router_grid(tokens, experts, "fast") == _blocks(tokens * warps, WARPS)
+    assert router_grid(tokens, experts, "portable") == _blocks(tokens, BLOCK)
 
 
 def _topk(ffi, lib, scores, k, variant, n=None):

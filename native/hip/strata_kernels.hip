@@ -129,9 +129,9 @@ DEVICE bool ranks_before(unsigned key, int id, unsigned other_key, int other_id)
 }
 
 // ---------------------------------------------------------------------------------------
-// matvec_q8_0: MATVEC_ROWS rows to a group of `split` logical warps (1, 2, 4 or 8: the most
+// matvec_q8_0: MATVEC_ROWS rows to a group of SPLIT logical warps (1, 2, 4 or 8: the most
 // that the launcher's grid gives every group, so the grid alone chooses it); part p of a group
-// takes the row's Q8_0 blocks 32 p + lane, 32 (p + split) + lane, ... (two 16-byte loads a block
+// takes the row's Q8_0 blocks 32 p + lane, 32 (p + SPLIT) + lane, ... (two 16-byte loads a block
 // and row), MATVEC_UNROLL blocks of every row loaded before any is used, so that a lane has
 // that many reads in flight and each activation load serves every row; the parts add their
 // sums in shared memory. Splitting along K puts more warps in flight where the rows are few.
@@ -140,8 +140,12 @@ DEVICE bool ranks_before(unsigned key, int id, unsigned other_key, int other_id)
 
 #define MATVEC_ROWS 2
 #define MATVEC_UNROLL 2
-// The expert step's rows: 4 blocks in flight (1 token: 69% of read against 57% with 2).
+// The expert step's rows: with one token 4 blocks in flight (H200: 69% of read against 57%
+// with 2); with more, 4 tokens a pass over the row with 2 blocks in flight (64 tokens: 70%
+// against 62% with 2 tokens and 4 blocks, 66% with 4 and 4).
 #define EXPERT_UNROLL 4
+#define EXPERT_TOKENS 4
+#define EXPERT_TOKENS_UNROLL 2
 typedef int int4v __attribute__((ext_vector_type(4)));
 
 DEVICE int dot16(int4v w, int4v a, int acc) {
@@ -150,8 +154,9 @@ DEVICE int dot16(int4v w, int4v a, int acc) {
 
 // The dot products of one weight row with the activations of count (1..TOKENS) tokens
 // (token t's at xq + tokens[t] * cols, xd + tokens[t] * cols / 32), summed over the warp:
-// every lane returns them in sums. The row's weights are read once for all of them.
-template <int TOKENS>
+// every lane returns them in sums. The row's weights are read once for all of them, UNROLL
+// blocks in flight a lane.
+template <int TOKENS, int UNROLL>
 DEVICE void q8_row_dots(const int8_t *qs_row, const _Float16 *d_row, const int8_t *xq,
                         const float *xd, const int *tokens, int count, int64_t cols,
                         float *sums) {
@@ -160,11 +165,11 @@ DEVICE void q8_row_dots(const int8_t *qs_row, const _Float16 *d_row, const int8_
   float acc[TOKENS];
 #pragma unroll
   for (int t = 0; t < TOKENS; ++t) acc[t] = 0.0f;
-  for (int64_t base = warp_lane(); base < blocks; base += WARP * EXPERT_UNROLL) {
-    int4v low[EXPERT_UNROLL], high[EXPERT_UNROLL];
-    float scale[EXPERT_UNROLL];
+  for (int64_t base = warp_lane(); base < blocks; base += WARP * UNROLL) {
+    int4v low[UNROLL], high[UNROLL];
+    float scale[UNROLL];
 #pragma unroll
-    for (int u = 0; u < EXPERT_UNROLL; ++u) {
+    for (int u = 0; u < UNROLL; ++u) {
       int64_t b = base + (int64_t)WARP * u;
       bool in = b < blocks;
       low[u] = in ? w[2 * b] : (int4v)0;
@@ -177,7 +182,7 @@ DEVICE void q8_row_dots(const int8_t *qs_row, const _Float16 *d_row, const int8_
       const int4v *a = (const int4v *)(xq + (int64_t)tokens[t] * cols);
       const float *a_scale = xd + (int64_t)tokens[t] * blocks;
 #pragma unroll
-      for (int u = 0; u < EXPERT_UNROLL; ++u) {
+      for (int u = 0; u < UNROLL; ++u) {
         int64_t b = base + (int64_t)WARP * u;
         if (b < blocks)
           acc[t] += scale[u] * a_scale[b] * (float)dot16(high[u], a[2 * b + 1],
@@ -194,12 +199,11 @@ DEVICE void q8_row_dots(const int8_t *qs_row, const _Float16 *d_row, const int8_
 }
 
 // Rows first .. first + ROWS - 1 (the last row again past the end) with one activation vector,
-// over the blocks of part `part` of `split` (see matvec_q8_0), each activation load serving
+// over the blocks of part `part` of SPLIT (see matvec_q8_0), each activation load serving
 // every row; every lane returns the sums.
-template <int ROWS>
+template <int ROWS, int SPLIT>
 DEVICE void q8_rows_dot(const int8_t *qs, const _Float16 *d, const int8_t *xq, const float *xd,
-                        int64_t first, int64_t rows, int64_t cols, int part, int split,
-                        float *sums) {
+                        int64_t first, int64_t rows, int64_t cols, int part, float *sums) {
   int64_t blocks = cols / STRATA_Q8_BLOCK;
   const int4v *w[ROWS];
   const _Float16 *scales[ROWS];
@@ -212,7 +216,7 @@ DEVICE void q8_rows_dot(const int8_t *qs, const _Float16 *d, const int8_t *xq, c
     acc[r] = 0.0f;
   }
   const int4v *a = (const int4v *)xq;
-  int64_t stride = (int64_t)WARP * split;
+  const int64_t stride = (int64_t)WARP * SPLIT;
   for (int64_t base = (int64_t)WARP * part + warp_lane(); base < blocks;
        base += stride * MATVEC_UNROLL) {
     int4v low[ROWS][MATVEC_UNROLL], high[ROWS][MATVEC_UNROLL];
@@ -248,32 +252,43 @@ DEVICE void q8_rows_dot(const int8_t *qs, const _Float16 *d, const int8_t *xq, c
 
 SHARED float matvec_parts[WARPS_PER_BLOCK][MATVEC_ROWS];
 
-KERNEL void strata_matvec_q8_0(const int8_t *qs, const _Float16 *d, const int8_t *xq,
-                               const float *xd, float *y, int64_t rows, int64_t cols) {
-  int64_t groups = (rows + MATVEC_ROWS - 1) / MATVEC_ROWS;
-  int64_t warps = (int64_t)grid_size() * WARPS_PER_BLOCK;
-  int split = 1;
-  while (split < WARPS_PER_BLOCK && groups * split * 2 <= warps) split *= 2;
+template <int SPLIT>
+DEVICE void matvec_group(const int8_t *qs, const _Float16 *d, const int8_t *xq, const float *xd,
+                         float *y, int64_t rows, int64_t cols) {
   unsigned warp_in_block = thread_id() / WARP;
   int64_t warp = (int64_t)block_id() * WARPS_PER_BLOCK + warp_in_block;
-  int64_t first = warp / split * MATVEC_ROWS;
-  int part = (int)(warp % split);
-  if (split == 1 && first >= rows) return;
+  int64_t first = warp / SPLIT * MATVEC_ROWS;
+  int part = (int)(warp % SPLIT);
+  if (SPLIT == 1 && first >= rows) return;
   float sums[MATVEC_ROWS];
-  q8_rows_dot<MATVEC_ROWS>(qs, d, xq, xd, first, rows, cols, part, split, sums);
-  if (split > 1) {
+  q8_rows_dot<MATVEC_ROWS, SPLIT>(qs, d, xq, xd, first, rows, cols, part, sums);
+  if (SPLIT > 1) {
     if (warp_lane() == 0)
       for (int r = 0; r < MATVEC_ROWS; ++r) matvec_parts[warp_in_block][r] = sums[r];
     sync_block();
     if (part != 0) return;
     for (int r = 0; r < MATVEC_ROWS; ++r) {
       float total = 0.0f;
-      for (int p = 0; p < split; ++p) total += matvec_parts[warp_in_block + p][r];
+      for (int p = 0; p < SPLIT; ++p) total += matvec_parts[warp_in_block + p][r];
       sums[r] = total;
     }
   }
   if (warp_lane() == 0)
     for (int r = 0; r < MATVEC_ROWS && first + r < rows; ++r) y[first + r] = sums[r];
+}
+
+KERNEL void strata_matvec_q8_0(const int8_t *qs, const _Float16 *d, const int8_t *xq,
+                               const float *xd, float *y, int64_t rows, int64_t cols) {
+  int64_t groups = (rows + MATVEC_ROWS - 1) / MATVEC_ROWS;
+  int64_t warps = (int64_t)grid_size() * WARPS_PER_BLOCK;
+  if (groups * 8 <= warps)
+    matvec_group<8>(qs, d, xq, xd, y, rows, cols);
+  else if (groups * 4 <= warps)
+    matvec_group<4>(qs, d, xq, xd, y, rows, cols);
+  else if (groups * 2 <= warps)
+    matvec_group<2>(qs, d, xq, xd, y, rows, cols);
+  else
+    matvec_group<1>(qs, d, xq, xd, y, rows, cols);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -285,13 +300,31 @@ KERNEL void strata_matvec_q8_0(const int8_t *qs, const _Float16 *d, const int8_t
 // count end at once. Pairs are gathered EXPERT_PAIRS at a time (a round each).
 
 #define EXPERT_ROWS 64
-#define EXPERT_TOKENS 2
 #define EXPERT_PAIRS (4 * STRATA_BLOCK)
 
 SHARED unsigned expert_named[STRATA_EXPERT_MAX_EXPERTS / 32];
 SHARED int expert_pairs[EXPERT_PAIRS];
 SHARED unsigned expert_pair_count;
 SHARED int expert_chosen;
+
+// Row `row` of the expert for the count pairs gathered in expert_pairs, TOKENS at a time.
+template <int TOKENS, int UNROLL>
+DEVICE void expert_row(const int8_t *expert_qs, const _Float16 *expert_d, int64_t row,
+                       const int8_t *xq, const float *xd, float *y, int count, int k,
+                       int64_t rows, int64_t cols) {
+  int64_t blocks = cols / STRATA_Q8_BLOCK;
+  for (int first = 0; first < count; first += TOKENS) {
+    int taken = count - first < TOKENS ? count - first : TOKENS;
+    int token[TOKENS];
+    float sums[TOKENS];
+#pragma unroll
+    for (int t = 0; t < TOKENS; ++t) token[t] = expert_pairs[first + (t < taken ? t : 0)] / k;
+    q8_row_dots<TOKENS, UNROLL>(expert_qs + row * cols, expert_d + row * blocks, xq, xd, token,
+                                taken, cols, sums);
+    if (warp_lane() == 0)
+      for (int t = 0; t < taken; ++t) y[(int64_t)expert_pairs[first + t] * rows + row] = sums[t];
+  }
+}
 
 KERNEL void strata_expert_matvec_q8_0(const int8_t *qs, const _Float16 *d, const int32_t *ids,
                                       const int8_t *xq, const float *xd, float *y,
@@ -340,19 +373,11 @@ KERNEL void strata_expert_matvec_q8_0(const int8_t *qs, const _Float16 *d, const
     sync_block();
     int count = (int)expert_pair_count;
     for (int64_t row = first_row + thread_id() / WARP; row < last_row; row += WARPS_PER_BLOCK) {
-      for (int first = 0; first < count; first += EXPERT_TOKENS) {
-        int taken = count - first < EXPERT_TOKENS ? count - first : EXPERT_TOKENS;
-        int token[EXPERT_TOKENS];
-        float sums[EXPERT_TOKENS];
-#pragma unroll
-        for (int t = 0; t < EXPERT_TOKENS; ++t)
-          token[t] = expert_pairs[first + (t < taken ? t : 0)] / k;
-        q8_row_dots<EXPERT_TOKENS>(expert_qs + row * cols, expert_d + row * blocks, xq, xd,
-                                   token, taken, cols, sums);
-        if (warp_lane() == 0)
-          for (int t = 0; t < taken; ++t)
-            y[(int64_t)expert_pairs[first + t] * rows + row] = sums[t];
-      }
+      if (count == 1)
+        expert_row<1, EXPERT_UNROLL>(expert_qs, expert_d, row, xq, xd, y, count, k, rows, cols);
+      else
+        expert_row<EXPERT_TOKENS, EXPERT_TOKENS_UNROLL>(expert_qs, expert_d, row, xq, xd, y,
+                                                         count, k, rows, cols);
     }
     sync_block();
   }
