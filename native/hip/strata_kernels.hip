@@ -321,8 +321,11 @@ DEVICE void expert_row(const int8_t *expert_qs, const _Float16 *expert_d, int64_
     for (int t = 0; t < TOKENS; ++t) token[t] = expert_pairs[first + (t < taken ? t : 0)] / k;
     q8_row_dots<TOKENS, UNROLL>(expert_qs + row * cols, expert_d + row * blocks, xq, xd, token,
                                 taken, cols, sums);
-    if (warp_lane() == 0)
-      for (int t = 0; t < taken; ++t) y[(int64_t)expert_pairs[first + t] * rows + row] = sums[t];
+    if (warp_lane() == 0) {
+#pragma unroll
+      for (int t = 0; t < TOKENS; ++t)
+        if (t < taken) y[(int64_t)expert_pairs[first + t] * rows + row] = sums[t];
+    }
   }
 }
 
