@@ -140,12 +140,12 @@ DEVICE bool ranks_before(unsigned key, int id, unsigned other_key, int other_id)
 
 #define MATVEC_ROWS 2
 #define MATVEC_UNROLL 2
-// The expert step's rows: with one token 4 blocks in flight (H200: 69% of read against 57%
-// with 2); with more, 4 tokens a pass over the row with 2 blocks in flight (64 tokens: 70%
-// against 62% with 2 tokens and 4 blocks, 66% with 4 and 4).
-#define EXPERT_UNROLL 4
-#define EXPERT_TOKENS 4
-#define EXPERT_TOKENS_UNROLL 2
+// The expert step's rows: 3 tokens a pass over a row, 2 blocks in flight a lane. On an H200
+// (large-moe's 256 experts of 2048 x 7168, k 8) 64 tokens read at 73% against 60-68% with
+// 2 or 4 tokens a pass and 2 or 4 blocks, and 4 blocks for a lone token and these for the
+// rest (two paths in one kernel) 60%; one token 69-71% against 70-73%.
+#define EXPERT_UNROLL 2
+#define EXPERT_TOKENS 3
 typedef int int4v __attribute__((ext_vector_type(4)));
 
 DEVICE int dot16(int4v w, int4v a, int acc) {
@@ -154,9 +154,8 @@ DEVICE int dot16(int4v w, int4v a, int acc) {
 
 // The dot products of one weight row with the activations of count (1..TOKENS) tokens
 // (token t's at xq + tokens[t] * cols, xd + tokens[t] * cols / 32), summed over the warp:
-// every lane returns them in sums. The row's weights are read once for all of them, UNROLL
-// blocks in flight a lane.
-template <int TOKENS, int UNROLL>
+// every lane returns them in sums. The row's weights are read once for all of them.
+template <int TOKENS>
 DEVICE void q8_row_dots(const int8_t *qs_row, const _Float16 *d_row, const int8_t *xq,
                         const float *xd, const int *tokens, int count, int64_t cols,
                         float *sums) {
@@ -165,11 +164,11 @@ DEVICE void q8_row_dots(const int8_t *qs_row, const _Float16 *d_row, const int8_
   float acc[TOKENS];
 #pragma unroll
   for (int t = 0; t < TOKENS; ++t) acc[t] = 0.0f;
-  for (int64_t base = warp_lane(); base < blocks; base += WARP * UNROLL) {
-    int4v low[UNROLL], high[UNROLL];
-    float scale[UNROLL];
+  for (int64_t base = warp_lane(); base < blocks; base += WARP * EXPERT_UNROLL) {
+    int4v low[EXPERT_UNROLL], high[EXPERT_UNROLL];
+    float scale[EXPERT_UNROLL];
 #pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
+    for (int u = 0; u < EXPERT_UNROLL; ++u) {
       int64_t b = base + (int64_t)WARP * u;
       bool in = b < blocks;
       low[u] = in ? w[2 * b] : (int4v)0;
@@ -182,7 +181,7 @@ DEVICE void q8_row_dots(const int8_t *qs_row, const _Float16 *d_row, const int8_
       const int4v *a = (const int4v *)(xq + (int64_t)tokens[t] * cols);
       const float *a_scale = xd + (int64_t)tokens[t] * blocks;
 #pragma unroll
-      for (int u = 0; u < UNROLL; ++u) {
+      for (int u = 0; u < EXPERT_UNROLL; ++u) {
         int64_t b = base + (int64_t)WARP * u;
         if (b < blocks)
           acc[t] += scale[u] * a_scale[b] * (float)dot16(high[u], a[2 * b + 1],
@@ -307,23 +306,23 @@ SHARED int expert_pairs[EXPERT_PAIRS];
 SHARED unsigned expert_pair_count;
 SHARED int expert_chosen;
 
-// Row `row` of the expert for the count pairs gathered in expert_pairs, TOKENS at a time.
-template <int TOKENS, int UNROLL>
+// Row `row` of the expert for the count pairs gathered in expert_pairs, EXPERT_TOKENS at a time.
 DEVICE void expert_row(const int8_t *expert_qs, const _Float16 *expert_d, int64_t row,
                        const int8_t *xq, const float *xd, float *y, int count, int k,
                        int64_t rows, int64_t cols) {
   int64_t blocks = cols / STRATA_Q8_BLOCK;
-  for (int first = 0; first < count; first += TOKENS) {
-    int taken = count - first < TOKENS ? count - first : TOKENS;
-    int token[TOKENS];
-    float sums[TOKENS];
+  for (int first = 0; first < count; first += EXPERT_TOKENS) {
+    int taken = count - first < EXPERT_TOKENS ? count - first : EXPERT_TOKENS;
+    int token[EXPERT_TOKENS];
+    float sums[EXPERT_TOKENS];
 #pragma unroll
-    for (int t = 0; t < TOKENS; ++t) token[t] = expert_pairs[first + (t < taken ? t : 0)] / k;
-    q8_row_dots<TOKENS, UNROLL>(expert_qs + row * cols, expert_d + row * blocks, xq, xd, token,
-                                taken, cols, sums);
+    for (int t = 0; t < EXPERT_TOKENS; ++t)
+      token[t] = expert_pairs[first + (t < taken ? t : 0)] / k;
+    q8_row_dots<EXPERT_TOKENS>(expert_qs + row * cols, expert_d + row * blocks, xq, xd, token,
+                               taken, cols, sums);
     if (warp_lane() == 0) {
 #pragma unroll
-      for (int t = 0; t < TOKENS; ++t)
+      for (int t = 0; t < EXPERT_TOKENS; ++t)
         if (t < taken) y[(int64_t)expert_pairs[first + t] * rows + row] = sums[t];
     }
   }
@@ -376,11 +375,7 @@ KERNEL void strata_expert_matvec_q8_0(const int8_t *qs, const _Float16 *d, const
     sync_block();
     int count = (int)expert_pair_count;
     for (int64_t row = first_row + thread_id() / WARP; row < last_row; row += WARPS_PER_BLOCK) {
-      if (count == 1)
-        expert_row<1, EXPERT_UNROLL>(expert_qs, expert_d, row, xq, xd, y, count, k, rows, cols);
-      else
-        expert_row<EXPERT_TOKENS, EXPERT_TOKENS_UNROLL>(expert_qs, expert_d, row, xq, xd, y,
-                                                         count, k, rows, cols);
+      expert_row(expert_qs, expert_d, row, xq, xd, y, count, k, rows, cols);
     }
     sync_block();
   }
