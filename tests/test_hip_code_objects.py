@@ -137,5 +137,6 @@ def test_the_gfx906_build_keeps_its_warp_reductions_inside_half_a_wavefront():
     code = _code("gfx906", "gfx906")
     matvec = _disassembly(code.path, "strata_matvec_q8_0")
     assert "v_mbcnt_hi_u32_b32" in matvec  # the lane index counts all 64 lanes
-    # xor 16, 8, 4, 2, 1 for each of the warp's two rows: never across halves
-    assert matvec.count("ds_bpermute_b32") == 2 * 5
+    # xor 16, 8, 4, 2, 1 for each of the warp's two rows, in each of the four splits along K:
+    # never across halves
+    assert matvec.count("ds_bpermute_b32") == 4 * 2 * 5

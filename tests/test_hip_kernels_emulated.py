@@ -13,7 +13,12 @@ import numpy as np
 import pytest
 
 from strata_core import q8
-from strata_core.gpu.library import TOPK_WORDS, topk_launches, topk_scratch_bytes
+from strata_core.gpu.library import (
+    TOPK_WORDS,
+    router_grid,
+    topk_launches,
+    topk_scratch_bytes,
+)
 from strata_core.host import reference
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,15 +58,18 @@ def _blocks(items, per_block):
     return -(-items // per_block)
 
 
+@pytest.mark.parametrize("split", [1, 2, 4, 8])
 @pytest.mark.parametrize(("rows", "cols"), [(100, 352), (9, 1280), (1, 32)])
-def test_matvec_q8_0(emu, rows, cols):
+def test_matvec_q8_0(emu, rows, cols, split):
+    """Every row written, whichever split along K the grid gives the row groups (a grid of
+    split warps a group of MATVEC_ROWS rows: the kernel reads the split from it)."""
     ffi, lib = emu
     rng = np.random.default_rng(rows)
     qs, d = q8.quantize_rows(rng.standard_normal((rows, cols), dtype=np.float32))
     xq, xd = q8.quantize_vector(rng.standard_normal(cols, dtype=np.float32))
     y = np.full(rows, np.nan, dtype=np.float32)
     lib.emu_matvec_q8_0(
-        _blocks(rows, WARPS * MATVEC_ROWS), _ptr(ffi, "int8_t[]", qs),
+        _blocks(_blocks(rows, MATVEC_ROWS) * split, WARPS), _ptr(ffi, "int8_t[]", qs),
         _ptr(ffi, "uint16_t[]", d.view(np.uint16)), _ptr(ffi, "int8_t[]", xq),
         _ptr(ffi, "float[]", xd), _ptr(ffi, "float[]", y), rows, cols,
     )  # fmt: skip
@@ -96,7 +104,9 @@ def _logits(rng, tokens, experts, kind):
     return logits
 
 
-@pytest.mark.parametrize("variant", [0, 1], ids=["fast", "portable"])
+@pytest.mark.parametrize(
+    ("variant", "warps"), [(0, 1), (0, 2), (1, 0)], ids=["fast", "fast-halves", "portable"]
+)
 @pytest.mark.parametrize(
     ("tokens", "experts", "k", "kind"),
     [
@@ -104,16 +114,20 @@ def _logits(rng, tokens, experts, kind):
         (300, 40, 1, "normal"),
         (17, 64, 32, "ties"),
         (9, 96, 6, "nan"),
-        (10, 200, 8, "nan"),  # eight experts a lane
+        (10, 200, 8, "nan"),  # eight experts a lane, or four a lane of two warps
+        (7, 256, 32, "ties"),
+        (5, 130, 20, "normal"),  # the second warp holds two experts
         (12, 300, 8, "ties"),
     ],  # more experts than the fast router holds in registers
 )
-def test_router_topk(emu, variant, tokens, experts, k, kind):
+def test_router_topk(emu, variant, warps, tokens, experts, k, kind):
+    """The reference's picks and weights, with a thread, a warp or (the grid giving two warps
+    a token, where the library does so from 129 to 256 experts) two warps a token."""
     ffi, lib = emu
     logits = _logits(np.random.default_rng(tokens), tokens, experts, kind)
     ids = np.full((tokens, k), -1, dtype=np.int32)
     weights = np.full((tokens, k), np.nan, dtype=np.float32)
-    grid = _blocks(tokens, WARPS if variant == 0 else BLOCK)
+    grid = _blocks(tokens * warps, WARPS) if variant == 0 else _blocks(tokens, BLOCK)
     lib.emu_router_topk(
         grid, _ptr(ffi, "float[]", logits), tokens, experts, k, _ptr(ffi, "int32_t[]", ids),
         _ptr(ffi, "float[]", weights), variant,
@@ -121,6 +135,15 @@ def test_router_topk(emu, variant, tokens, experts, k, kind):
     want_ids, want_weights = reference.router_topk(logits, k)
     np.testing.assert_array_equal(ids, want_ids)
     np.testing.assert_allclose(weights, want_weights, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    ("tokens", "experts", "warps"),
+    [(100, 128, 1), (100, 129, 2), (1024, 256, 2), (1025, 256, 1), (100, 257, 1)],
+)
+def test_router_grid_gives_few_tokens_two_warps_from_129_to_256_experts(tokens, experts, warps):
+    assert router_grid(tokens, experts, "fast") == _blocks(tokens * warps, WARPS)
+    assert router_grid(tokens, experts, "portable") == _blocks(tokens, BLOCK)
 
 
 def _topk(ffi, lib, scores, k, variant, n=None):

@@ -129,17 +129,23 @@ DEVICE bool ranks_before(unsigned key, int id, unsigned other_key, int other_id)
 }
 
 // ---------------------------------------------------------------------------------------
-// matvec_q8_0: one logical warp MATVEC_ROWS rows; lane l takes Q8_0 blocks l, l + 32, ... (two
-// 16-byte loads a block and row), MATVEC_UNROLL blocks of every row loaded before any is used,
-// so that a lane has that many reads in flight and each activation load serves every row. On
-// an H200 (bench/gpu_kernels.py) 2 rows x 2 blocks beat 1 x 2, 1 x 4, 2 x 4 and 4 x 1: equal
-// on a decode step's shapes (those are bound by the launch: 3.6 us of a 9 us call at
-// 4096 x 4096), 92% of read against 75-85% at 16384 x 32768.
+// matvec_q8_0: MATVEC_ROWS rows to a group of SPLIT logical warps (1, 2, 4 or 8: the most
+// that the launcher's grid gives every group, so the grid alone chooses it); part p of a group
+// takes the row's Q8_0 blocks 32 p + lane, 32 (p + SPLIT) + lane, ... (two 16-byte loads a block
+// and row), MATVEC_UNROLL blocks of every row loaded before any is used, so that a lane has
+// that many reads in flight and each activation load serves every row; the parts add their
+// sums in shared memory. Splitting along K puts more warps in flight where the rows are few.
+// On an H200 (bench/gpu_kernels.py) 2 rows x 2 blocks beat 1 x 2, 1 x 4, 2 x 4 and 4 x 1: 92%
+// of read against 75-85% at 16384 x 32768.
 
 #define MATVEC_ROWS 2
 #define MATVEC_UNROLL 2
-// The expert step's rows: 4 blocks in flight (1 token: 69% of read against 57% with 2).
-#define EXPERT_UNROLL 4
+// The expert step's rows: 3 tokens a pass over a row, 2 blocks in flight a lane. On an H200
+// (large-moe's 256 experts of 2048 x 7168, k 8) 64 tokens read at 73% against 60-68% with
+// 2 or 4 tokens a pass and 2 or 4 blocks, and 4 blocks for a lone token and these for the
+// rest (two paths in one kernel) 60%; one token 69-71% against 70-73%.
+#define EXPERT_UNROLL 2
+#define EXPERT_TOKENS 3
 typedef int int4v __attribute__((ext_vector_type(4)));
 
 DEVICE int dot16(int4v w, int4v a, int acc) {
@@ -192,10 +198,11 @@ DEVICE void q8_row_dots(const int8_t *qs_row, const _Float16 *d_row, const int8_
 }
 
 // Rows first .. first + ROWS - 1 (the last row again past the end) with one activation vector,
-// each activation load serving them all; every lane returns the sums.
-template <int ROWS>
+// over the blocks of part `part` of SPLIT (see matvec_q8_0), each activation load serving
+// every row; every lane returns the sums.
+template <int ROWS, int SPLIT>
 DEVICE void q8_rows_dot(const int8_t *qs, const _Float16 *d, const int8_t *xq, const float *xd,
-                        int64_t first, int64_t rows, int64_t cols, float *sums) {
+                        int64_t first, int64_t rows, int64_t cols, int part, float *sums) {
   int64_t blocks = cols / STRATA_Q8_BLOCK;
   const int4v *w[ROWS];
   const _Float16 *scales[ROWS];
@@ -208,12 +215,14 @@ DEVICE void q8_rows_dot(const int8_t *qs, const _Float16 *d, const int8_t *xq, c
     acc[r] = 0.0f;
   }
   const int4v *a = (const int4v *)xq;
-  for (int64_t base = warp_lane(); base < blocks; base += WARP * MATVEC_UNROLL) {
+  const int64_t stride = (int64_t)WARP * SPLIT;
+  for (int64_t base = (int64_t)WARP * part + warp_lane(); base < blocks;
+       base += stride * MATVEC_UNROLL) {
     int4v low[ROWS][MATVEC_UNROLL], high[ROWS][MATVEC_UNROLL];
     float scale[ROWS][MATVEC_UNROLL];
 #pragma unroll
     for (int u = 0; u < MATVEC_UNROLL; ++u) {
-      int64_t b = base + (int64_t)WARP * u;
+      int64_t b = base + stride * u;
       bool in = b < blocks;
 #pragma unroll
       for (int r = 0; r < ROWS; ++r) {
@@ -224,7 +233,7 @@ DEVICE void q8_rows_dot(const int8_t *qs, const _Float16 *d, const int8_t *xq, c
     }
 #pragma unroll
     for (int u = 0; u < MATVEC_UNROLL; ++u) {
-      int64_t b = base + (int64_t)WARP * u;
+      int64_t b = base + stride * u;
       if (b >= blocks) break;
       int4v a0 = a[2 * b], a1 = a[2 * b + 1];
       float a_scale = xd[b];
@@ -240,14 +249,45 @@ DEVICE void q8_rows_dot(const int8_t *qs, const _Float16 *d, const int8_t *xq, c
   }
 }
 
-KERNEL void strata_matvec_q8_0(const int8_t *qs, const _Float16 *d, const int8_t *xq,
-                               const float *xd, float *y, int64_t rows, int64_t cols) {
-  int64_t first = ((int64_t)block_id() * WARPS_PER_BLOCK + thread_id() / WARP) * MATVEC_ROWS;
-  if (first >= rows) return;
+SHARED float matvec_parts[WARPS_PER_BLOCK][MATVEC_ROWS];
+
+template <int SPLIT>
+DEVICE void matvec_group(const int8_t *qs, const _Float16 *d, const int8_t *xq, const float *xd,
+                         float *y, int64_t rows, int64_t cols) {
+  unsigned warp_in_block = thread_id() / WARP;
+  int64_t warp = (int64_t)block_id() * WARPS_PER_BLOCK + warp_in_block;
+  int64_t first = warp / SPLIT * MATVEC_ROWS;
+  int part = (int)(warp % SPLIT);
+  if (SPLIT == 1 && first >= rows) return;
   float sums[MATVEC_ROWS];
-  q8_rows_dot<MATVEC_ROWS>(qs, d, xq, xd, first, rows, cols, sums);
+  q8_rows_dot<MATVEC_ROWS, SPLIT>(qs, d, xq, xd, first, rows, cols, part, sums);
+  if (SPLIT > 1) {
+    if (warp_lane() == 0)
+      for (int r = 0; r < MATVEC_ROWS; ++r) matvec_parts[warp_in_block][r] = sums[r];
+    sync_block();
+    if (part != 0) return;
+    for (int r = 0; r < MATVEC_ROWS; ++r) {
+      float total = 0.0f;
+      for (int p = 0; p < SPLIT; ++p) total += matvec_parts[warp_in_block + p][r];
+      sums[r] = total;
+    }
+  }
   if (warp_lane() == 0)
     for (int r = 0; r < MATVEC_ROWS && first + r < rows; ++r) y[first + r] = sums[r];
+}
+
+KERNEL void strata_matvec_q8_0(const int8_t *qs, const _Float16 *d, const int8_t *xq,
+                               const float *xd, float *y, int64_t rows, int64_t cols) {
+  int64_t groups = (rows + MATVEC_ROWS - 1) / MATVEC_ROWS;
+  int64_t warps = (int64_t)grid_size() * WARPS_PER_BLOCK;
+  if (groups * 8 <= warps)
+    matvec_group<8>(qs, d, xq, xd, y, rows, cols);
+  else if (groups * 4 <= warps)
+    matvec_group<4>(qs, d, xq, xd, y, rows, cols);
+  else if (groups * 2 <= warps)
+    matvec_group<2>(qs, d, xq, xd, y, rows, cols);
+  else
+    matvec_group<1>(qs, d, xq, xd, y, rows, cols);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -259,13 +299,34 @@ KERNEL void strata_matvec_q8_0(const int8_t *qs, const _Float16 *d, const int8_t
 // count end at once. Pairs are gathered EXPERT_PAIRS at a time (a round each).
 
 #define EXPERT_ROWS 64
-#define EXPERT_TOKENS 2
 #define EXPERT_PAIRS (4 * STRATA_BLOCK)
 
 SHARED unsigned expert_named[STRATA_EXPERT_MAX_EXPERTS / 32];
 SHARED int expert_pairs[EXPERT_PAIRS];
 SHARED unsigned expert_pair_count;
 SHARED int expert_chosen;
+
+// Row `row` of the expert for the count pairs gathered in expert_pairs, EXPERT_TOKENS at a time.
+DEVICE void expert_row(const int8_t *expert_qs, const _Float16 *expert_d, int64_t row,
+                       const int8_t *xq, const float *xd, float *y, int count, int k,
+                       int64_t rows, int64_t cols) {
+  int64_t blocks = cols / STRATA_Q8_BLOCK;
+  for (int first = 0; first < count; first += EXPERT_TOKENS) {
+    int taken = count - first < EXPERT_TOKENS ? count - first : EXPERT_TOKENS;
+    int token[EXPERT_TOKENS];
+    float sums[EXPERT_TOKENS];
+#pragma unroll
+    for (int t = 0; t < EXPERT_TOKENS; ++t)
+      token[t] = expert_pairs[first + (t < taken ? t : 0)] / k;
+    q8_row_dots<EXPERT_TOKENS>(expert_qs + row * cols, expert_d + row * blocks, xq, xd, token,
+                               taken, cols, sums);
+    if (warp_lane() == 0) {
+#pragma unroll
+      for (int t = 0; t < EXPERT_TOKENS; ++t)
+        if (t < taken) y[(int64_t)expert_pairs[first + t] * rows + row] = sums[t];
+    }
+  }
+}
 
 KERNEL void strata_expert_matvec_q8_0(const int8_t *qs, const _Float16 *d, const int32_t *ids,
                                       const int8_t *xq, const float *xd, float *y,
@@ -314,19 +375,7 @@ KERNEL void strata_expert_matvec_q8_0(const int8_t *qs, const _Float16 *d, const
     sync_block();
     int count = (int)expert_pair_count;
     for (int64_t row = first_row + thread_id() / WARP; row < last_row; row += WARPS_PER_BLOCK) {
-      for (int first = 0; first < count; first += EXPERT_TOKENS) {
-        int taken = count - first < EXPERT_TOKENS ? count - first : EXPERT_TOKENS;
-        int token[EXPERT_TOKENS];
-        float sums[EXPERT_TOKENS];
-#pragma unroll
-        for (int t = 0; t < EXPERT_TOKENS; ++t)
-          token[t] = expert_pairs[first + (t < taken ? t : 0)] / k;
-        q8_row_dots<EXPERT_TOKENS>(expert_qs + row * cols, expert_d + row * blocks, xq, xd,
-                                   token, taken, cols, sums);
-        if (warp_lane() == 0)
-          for (int t = 0; t < taken; ++t)
-            y[(int64_t)expert_pairs[first + t] * rows + row] = sums[t];
-      }
+      expert_row(expert_qs, expert_d, row, xq, xd, y, count, k, rows, cols);
     }
     sync_block();
   }
@@ -348,6 +397,8 @@ DEVICE float router_exp(float best, float top) {
 // and a warp minimum of the ids holding it, and the lane that held the winner moves its keys
 // up. Wider rows read the logits again each round, taking the experts that rank after the
 // previous winner. Lane j keeps pick j, and the softmax and the stores are lane-parallel.
+// From 129 to 256 experts, where the grid gives every token two warps (router_halves), each
+// takes half of the experts, four a lane, and the first merges the two lists of k.
 #define ROUTER_HELD_MAX 8
 
 // A lane's held keys, best first (the expert order of ranks_before), by a bitonic network.
@@ -374,45 +425,35 @@ DEVICE void router_sort(unsigned *keys, int *experts) {
   }
 }
 
+// Keys of experts first + lane + 32 i (i < HELD; 0, below every score, from `end` on), read
+// before any is used, with their ids: a lane's held keys, sorted.
 template <int HELD>
-DEVICE void router_fast(const float *logits, int64_t tokens, int64_t experts, int k,
-                        int32_t *ids, float *weights) {
-  int64_t token = (int64_t)block_id() * WARPS_PER_BLOCK + thread_id() / WARP;
-  if (token >= tokens) return;
-  const float *row = logits + token * experts;
-  unsigned lane = warp_lane();
-  bool held = experts <= (int64_t)WARP * HELD;
-  unsigned keys[HELD];
-  int experts_held[HELD];
+DEVICE void router_hold(const float *row, int64_t first, int64_t end, unsigned *keys,
+                        int *experts_held) {
+  float values[HELD];
 #pragma unroll
   for (int i = 0; i < HELD; ++i) {
-    int64_t e = lane + (int64_t)WARP * i;
-    keys[i] = held && e < experts ? order_key(row[e]) : 0u;
+    int64_t e = first + warp_lane() + (int64_t)WARP * i;
+    values[i] = e < end ? row[e] : 0.0f;
+  }
+#pragma unroll
+  for (int i = 0; i < HELD; ++i) {
+    int64_t e = first + warp_lane() + (int64_t)WARP * i;
+    keys[i] = e < end ? order_key(values[i]) : 0u;
     experts_held[i] = (int)e;
   }
-  if (held) router_sort<HELD>(keys, experts_held);
-  unsigned last_key = 0xffffffffu, first_key = 0, my_key = 0;
-  int last_id = -1, my_id = 0;
+  router_sort<HELD>(keys, experts_held);
+}
+
+// The k best of the keys the warp holds: lane j gets pick j; returns the first.
+template <int HELD>
+DEVICE unsigned router_rounds(unsigned *keys, int *experts_held, int k, unsigned *my_key,
+                              int *my_id) {
+  unsigned first_key = 0;
   for (int j = 0; j < k; ++j) {
-    unsigned key = 0;
-    int id = 0x7fffffff;
-    if (held) {
-      key = keys[0];
-      id = experts_held[0];
-    } else {
-      for (int64_t e = lane; e < experts; e += WARP) {
-        unsigned candidate = order_key(row[e]);
-        bool after_last = ranks_before(last_key, last_id, candidate, (int)e);
-        if (after_last && ranks_before(candidate, (int)e, key, id)) {
-          key = candidate;
-          id = (int)e;
-        }
-      }
-    }
-    unsigned top = warp_max(key);
-    id = (int)warp_min(key == top ? (unsigned)id : 0xffffffffu);
-    key = top;
-    if (held && experts_held[0] == id) {
+    unsigned key = warp_max(keys[0]);
+    int id = (int)warp_min(keys[0] == key ? (unsigned)experts_held[0] : 0xffffffffu);
+    if (experts_held[0] == id) {
 #pragma unroll
       for (int i = 0; i + 1 < HELD; ++i) {
         keys[i] = keys[i + 1];
@@ -421,21 +462,122 @@ DEVICE void router_fast(const float *logits, int64_t tokens, int64_t experts, in
       keys[HELD - 1] = 0;
     }
     if (j == 0) first_key = key;
-    if (lane == (unsigned)j) {
-      my_key = key;
-      my_id = id;
+    if (warp_lane() == (unsigned)j) {
+      *my_key = key;
+      *my_id = id;
     }
-    last_key = key;
+  }
+  return first_key;
+}
+
+// The k best of experts past WARP * HELD, the logits read again each round; returns the first.
+DEVICE unsigned router_wide_rounds(const float *row, int64_t experts, int k, unsigned *my_key,
+                                   int *my_id) {
+  unsigned last_key = 0xffffffffu, first_key = 0;
+  int last_id = -1;
+  for (int j = 0; j < k; ++j) {
+    unsigned key = 0;
+    int id = 0x7fffffff;
+    for (int64_t e = warp_lane(); e < experts; e += WARP) {
+      unsigned candidate = order_key(row[e]);
+      bool after_last = ranks_before(last_key, last_id, candidate, (int)e);
+      if (after_last && ranks_before(candidate, (int)e, key, id)) {
+        key = candidate;
+        id = (int)e;
+      }
+    }
+    unsigned top = warp_max(key);
+    id = (int)warp_min(key == top ? (unsigned)id : 0xffffffffu);
+    if (j == 0) first_key = top;
+    if (warp_lane() == (unsigned)j) {
+      *my_key = top;
+      *my_id = id;
+    }
+    last_key = top;
     last_id = id;
   }
-  float top = value_of(first_key);
-  float weight = lane < (unsigned)k ? router_exp(value_of(my_key), top) : 0.0f;
-  float total = weight;
-  for (int mask = WARP / 2; mask > 0; mask /= 2) total += warp_xor(total, mask);
+  return first_key;
+}
+
+DEVICE float warp_sum(float value) {
+  for (int mask = WARP / 2; mask > 0; mask /= 2) value += warp_xor(value, mask);
+  return value;
+}
+
+template <int HELD>
+DEVICE void router_fast(const float *logits, int64_t tokens, int64_t experts, int k,
+                        int32_t *ids, float *weights) {
+  int64_t token = (int64_t)block_id() * WARPS_PER_BLOCK + thread_id() / WARP;
+  if (token >= tokens) return;
+  const float *row = logits + token * experts;
+  unsigned lane = warp_lane(), my_key = 0, first_key;
+  int my_id = 0;
+  if (experts <= (int64_t)WARP * HELD) {
+    unsigned keys[HELD];
+    int experts_held[HELD];
+    router_hold<HELD>(row, 0, experts, keys, experts_held);
+    first_key = router_rounds<HELD>(keys, experts_held, k, &my_key, &my_id);
+  } else {
+    first_key = router_wide_rounds(row, experts, k, &my_key, &my_id);
+  }
+  float weight = lane < (unsigned)k ? router_exp(value_of(my_key), value_of(first_key)) : 0.0f;
+  float total = warp_sum(weight);
   if (lane < (unsigned)k) {
     ids[token * k + lane] = my_id;
     weights[token * k + lane] = weight / total;
   }
+}
+
+SHARED unsigned router_half_keys[WARPS_PER_BLOCK][WARP];
+SHARED int router_half_ids[WARPS_PER_BLOCK][WARP];
+
+// Two warps a token: warp 2 t + h takes experts h * WARP * HELD .. of token t, and the first
+// places each of the 2 k picks (pick x: list x / k, rank x % k there; lane l takes x = l and
+// l + 32) at its rank in its own list plus the picks of the other that rank before it.
+DEVICE void router_halves(const float *logits, int64_t tokens, int64_t experts, int k,
+                          int32_t *ids, float *weights) {
+  const int HELD = ROUTER_HELD_MAX / 2;
+  unsigned warp_in_block = thread_id() / WARP, lane = warp_lane();
+  int64_t token = ((int64_t)block_id() * WARPS_PER_BLOCK + warp_in_block) / 2;
+  int half = (int)(warp_in_block % 2);
+  bool real = token < tokens;
+  const float *row = logits + (real ? token : 0) * experts;
+  unsigned keys[HELD];
+  int experts_held[HELD];
+  router_hold<HELD>(row, (int64_t)half * WARP * HELD, real ? experts : 0, keys, experts_held);
+  unsigned my_key = 0;
+  int my_id = 0;
+  unsigned first_key = router_rounds<HELD>(keys, experts_held, k, &my_key, &my_id);
+  router_half_keys[warp_in_block][lane] = my_key;
+  router_half_ids[warp_in_block][lane] = my_id;
+  sync_block();
+  if (half != 0 || !real) return;
+  unsigned (*both_keys)[WARP] = &router_half_keys[warp_in_block];
+  int(*both_ids)[WARP] = &router_half_ids[warp_in_block];
+  unsigned other_first = both_keys[1][0];
+  if (other_first > first_key) first_key = other_first;
+  unsigned key[2];
+  int id[2], rank[2];
+  float weight[2], total = 0.0f;
+  for (int s = 0; s < 2; ++s) {
+    int x = (int)lane + WARP * s;
+    bool in = x < 2 * k;
+    int list = in ? x / k : 0, j = in ? x % k : 0;
+    key[s] = both_keys[list][j];
+    id[s] = both_ids[list][j];
+    rank[s] = j;
+    for (int i = 0; i < k; ++i)
+      rank[s] += ranks_before(both_keys[1 - list][i], both_ids[1 - list][i], key[s], id[s]);
+    if (!in) rank[s] = k;
+    weight[s] = rank[s] < k ? router_exp(value_of(key[s]), value_of(first_key)) : 0.0f;
+    total += weight[s];
+  }
+  total = warp_sum(total);
+  for (int s = 0; s < 2; ++s)
+    if (rank[s] < k) {
+      ids[token * k + rank[s]] = id[s];
+      weights[token * k + rank[s]] = weight[s] / total;
+    }
 }
 
 // Portable: one thread per token, insertion into a sorted list of k.
@@ -469,8 +611,12 @@ DEVICE void router_portable(const float *logits, int64_t tokens, int64_t experts
 
 KERNEL void strata_router_topk(const float *logits, int64_t tokens, int64_t experts, int k,
                                int32_t *ids, float *weights, int variant) {
+  bool two_warps = (int64_t)grid_size() * WARPS_PER_BLOCK >= 2 * tokens;
   if (variant == STRATA_ROUTER_FAST && experts <= (int64_t)WARP * ROUTER_HELD_MAX / 2)
     router_fast<ROUTER_HELD_MAX / 2>(logits, tokens, experts, k, ids, weights);
+  else if (variant == STRATA_ROUTER_FAST && experts <= (int64_t)WARP * ROUTER_HELD_MAX &&
+           two_warps)
+    router_halves(logits, tokens, experts, k, ids, weights);
   else if (variant == STRATA_ROUTER_FAST)
     router_fast<ROUTER_HELD_MAX>(logits, tokens, experts, k, ids, weights);
   else

@@ -29,8 +29,22 @@ EXPERT_MAX_EXPERTS = kernel_abi.integer_const("STRATA_EXPERT_MAX_EXPERTS")
 BLOCK = 256
 WARPS_PER_BLOCK = BLOCK // 32
 TILE = 16
-#: rows of matvec_q8_0 a logical warp computes (MATVEC_ROWS of the source)
+#: rows of matvec_q8_0 a group of logical warps computes (MATVEC_ROWS of the source)
 MATVEC_ROWS = 2
+#: logical warps matvec_q8_0 splits its rows along K to reach where the rows are few (H200:
+#: 4096 x 4096 and 4096 x 14336 gain 3-6 points of read with 2 warps a group, 14336 x 4096
+#: loses 3; 4 warps lose at 4096 x 4096)
+MATVEC_WARPS_IN_FLIGHT = 4096
+#: the most warps of a row group (the workgroup's warps) and the fewest Q8_0 blocks of a row a
+#: part takes (two a lane, MATVEC_UNROLL of the source)
+MATVEC_MAX_SPLIT = WARPS_PER_BLOCK
+MATVEC_PART_BLOCKS = 64
+#: experts the fast router takes with two warps a token (ROUTER_HELD_MAX of the source: four
+#: experts a lane of each warp from 129 on)
+ROUTER_HALVES_EXPERTS = (4 * 32 + 1, 8 * 32)
+#: the most tokens it takes so: past them one warp a token fills the card (H200, 256 experts:
+#: two warps 5.7 us against 6.2 at 512 tokens, 9.3 us against 8.6 at 4096)
+ROUTER_HALVES_MAX_TOKENS = 1024
 #: rows of one expert a workgroup of expert_matvec_q8_0 computes (EXPERT_ROWS of the source)
 EXPERT_ROWS = 64
 #: cells a workgroup of the top-k's filter stage takes, by variant (TOPK_CELLS_PER_THREAD of
@@ -177,6 +191,36 @@ def _blocks(items: int, per_block: int) -> int:
     return max(1, -(-items // per_block))
 
 
+def matvec_split(rows: int, cols: int) -> int:
+    """Warps a row group of matvec_q8_0 splits along K (1, 2, 4 or 8): doubled while the
+    groups are fewer than MATVEC_WARPS_IN_FLIGHT and each part keeps MATVEC_PART_BLOCKS."""
+    groups, blocks = -(-rows // MATVEC_ROWS), cols // 32
+    split = 1
+    while (
+        split < MATVEC_MAX_SPLIT
+        and groups * split < MATVEC_WARPS_IN_FLIGHT
+        and blocks >= MATVEC_PART_BLOCKS * split
+    ):
+        split *= 2
+    return split
+
+
+def router_grid(tokens: int, experts: int, variant: str) -> int:
+    """router_topk's workgroups: a thread a token (portable), a warp a token (fast), or two
+    warps a token for 129 to 256 experts and few tokens (fast; the kernel reads that from the
+    grid)."""
+    if variant != "fast":
+        return _blocks(tokens, BLOCK)
+    halves = ROUTER_HALVES_EXPERTS[0] <= experts <= ROUTER_HALVES_EXPERTS[1]
+    warps = 2 if halves and tokens <= ROUTER_HALVES_MAX_TOKENS else 1
+    return _blocks(tokens * warps, WARPS_PER_BLOCK)
+
+
+def matvec_grid(rows: int, cols: int) -> int:
+    """matvec_q8_0's workgroups: the kernel reads its split from their number."""
+    return _blocks(-(-rows // MATVEC_ROWS) * matvec_split(rows, cols), WARPS_PER_BLOCK)
+
+
 class GpuKernels:
     """The ABI's operations on one card; ``seconds`` is the last operation's time on the GPU:
     the median of ``repeats`` event-timed launches on inputs uploaded once. With ``hold_bytes``,
@@ -312,7 +356,7 @@ class GpuKernels:
             "xq": np.ascontiguousarray(xq, np.int8),
             "xd": np.ascontiguousarray(xd, np.float32),
         }
-        self._run("matvec_q8_0", _blocks(rows, WARPS_PER_BLOCK * MATVEC_ROWS), inputs, {"y": y},
+        self._run("matvec_q8_0", matvec_grid(rows, cols), inputs, {"y": y},
                   {"rows": rows, "cols": cols})  # fmt: skip
         return y
 
@@ -349,8 +393,7 @@ class GpuKernels:
         tokens, experts = logits.shape
         ids = np.empty((tokens, k), dtype=np.int32)
         weights = np.empty((tokens, k), dtype=np.float32)
-        per_block = WARPS_PER_BLOCK if variant == "fast" else BLOCK
-        self._run("router_topk", _blocks(tokens, per_block), {"logits": logits},
+        self._run("router_topk", router_grid(tokens, experts, variant), {"logits": logits},
                   {"ids": ids, "weights": weights},
                   {"tokens": tokens, "experts": experts, "k": k,
                    "variant": code})  # fmt: skip
