@@ -29,6 +29,9 @@
 #define KERNEL                                                                              \
   extern "C" __attribute__((global))                                                        \
   __attribute__((amdgpu_flat_work_group_size(STRATA_BLOCK, STRATA_BLOCK)))
+// On NVIDIA the kernel's registers are capped so that `blocks` workgroups fit on an SM at once;
+// here it is a kernel as any other.
+#define KERNEL_RESIDENT(blocks) KERNEL
 #define DEVICE static __attribute__((device)) inline
 #define SHARED __attribute__((shared))
 #define EXPORTED_DATA extern "C" __attribute__((device)) const
@@ -802,8 +805,8 @@ DEVICE bool topk_filter(const float *row, int64_t n, int64_t part, int64_t parts
 }
 
 // Stage 1 runs queries x parts workgroups (the grid), workgroup b on row b % queries, so that
-// the workgroups running at once spread over the rows.
-KERNEL void strata_topk(const float *scores, int64_t queries, int64_t n, int64_t stride, int k,
+// the workgroups running at once spread over the rows; four of its workgroups fit on an SM.
+KERNEL_RESIDENT(4) void strata_topk(const float *scores, int64_t queries, int64_t n, int64_t stride, int k,
                         int32_t *all_ids, float *all_values, int variant, topk_item *scratch,
                         int stage) {
   int64_t capacity = TOPK_CANDIDATES(k);
