@@ -495,14 +495,17 @@ KERNEL void strata_router_topk(const float *logits, int64_t tokens, int64_t expe
 //   workgroup's width, spread over it) and selects from it, to 16 bits, a key that about 4k
 //   cells of the row (and at least 16 of the sample) should reach; a row too short to sample
 //   is selected whole there, as the reference does;
-// - stage 1, a workgroup a chunk of a row (TOPK_CELLS_PER_THREAD cells a thread: the register
-//   kernel's chunks are half the wide kernel's), holds the chunk in registers (16-byte loads
-//   where the row allows) and appends its cells at or above the key to the row's candidates,
-//   each at the place one scan over the workgroup and one global atomic give it; the workgroup
-//   that finishes a row last selects among the row's candidates, or over the row itself where
-//   the key left fewer than k or more than the scratch holds.
+// - stage 1, `parts` workgroups a row (the register kernel's launch runs up to twice the
+//   wide kernel's workgroups, each over fewer pieces; the code is the same), each taking every
+//   parts-th piece of the row (TOPK_PIECE cells a thread, 16-byte loads where the row allows,
+//   the next piece loaded while one is kept), appends the cells at or above the key to the
+//   row's candidates, each at the place one global atomic a warp gives it, and raises the row's
+//   largest kept key; the workgroup that finishes a row last selects among the row's
+//   candidates (the radix starting below the bytes that the key and that largest key share),
+//   or over the row itself where the key left fewer than k or more than the scratch holds.
 // scratch holds, per row, TOPK_WORDS words (the key, the candidate count or TOPK_REFERENCE, the
-// chunks done), after all rows' words the candidates, TOPK_CANDIDATES(k) items a row.
+// workgroups done, the largest candidate key), after all rows' words the candidates,
+// TOPK_CANDIDATES(k) items a row.
 
 typedef unsigned long long topk_item;
 
@@ -806,9 +809,9 @@ DEVICE bool topk_filter(const float *row, int64_t n, int64_t part, int64_t parts
 
 // Stage 1 runs queries x parts workgroups (the grid), workgroup b on row b % queries, so that
 // the workgroups running at once spread over the rows; four of its workgroups fit on an SM.
-KERNEL_RESIDENT(4) void strata_topk(const float *scores, int64_t queries, int64_t n, int64_t stride, int k,
-                        int32_t *all_ids, float *all_values, int variant, topk_item *scratch,
-                        int stage) {
+KERNEL_RESIDENT(4) void strata_topk(const float *scores, int64_t queries, int64_t n,
+                                    int64_t stride, int k, int32_t *all_ids, float *all_values,
+                                    int variant, topk_item *scratch, int stage) {
   int64_t capacity = TOPK_CANDIDATES(k);
   int64_t q = block_id() % queries;
   unsigned *words = (unsigned *)scratch + TOPK_WORDS * q;
