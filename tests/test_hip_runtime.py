@@ -93,8 +93,8 @@ def test_the_launcher_packs_what_the_metadata_says(stand_in, tmp_path, monkeypat
     kernels.prompt_gemm(np.zeros((40, 64), np.float16), np.zeros((48, 64), np.float16))
     assert kernels.seconds == 0.25e-3  # the stand-in's 0.25 ms
     *topk, router, gemm = (line.split() for line in launches.read_text().splitlines())
-    # the wide kernel's two stages over the 3 rows: 3, then 3 x 2 chunks of 8192
-    assert [line[:3] for line in topk] == [["strata_topk", grid, "256"] for grid in "36"]
+    # the wide kernel's two stages over the 3 rows: 3, then 3 x 3 pieces of 4096 cells
+    assert [line[:3] for line in topk] == [["strata_topk", grid, "256"] for grid in "39"]
     for stage, line in enumerate(topk):
         raw = bytes.fromhex(line[3])
         fields = [int.from_bytes(raw[a.offset : a.offset + a.size], "little")

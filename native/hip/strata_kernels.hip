@@ -29,6 +29,9 @@
 #define KERNEL                                                                              \
   extern "C" __attribute__((global))                                                        \
   __attribute__((amdgpu_flat_work_group_size(STRATA_BLOCK, STRATA_BLOCK)))
+// On NVIDIA the kernel's registers are capped so that `blocks` workgroups fit on an SM at once;
+// here it is a kernel as any other.
+#define KERNEL_RESIDENT(blocks) KERNEL
 #define DEVICE static __attribute__((device)) inline
 #define SHARED __attribute__((shared))
 #define EXPORTED_DATA extern "C" __attribute__((device)) const
@@ -638,14 +641,17 @@ KERNEL void strata_router_topk(const float *logits, int64_t tokens, int64_t expe
 //   workgroup's width, spread over it) and selects from it, to 16 bits, a key that about 4k
 //   cells of the row (and at least 16 of the sample) should reach; a row too short to sample
 //   is selected whole there, as the reference does;
-// - stage 1, a workgroup a chunk of a row (TOPK_CELLS_PER_THREAD cells a thread: the register
-//   kernel's chunks are half the wide kernel's), holds the chunk in registers (16-byte loads
-//   where the row allows) and appends its cells at or above the key to the row's candidates,
-//   each at the place one scan over the workgroup and one global atomic give it; the workgroup
-//   that finishes a row last selects among the row's candidates, or over the row itself where
-//   the key left fewer than k or more than the scratch holds.
+// - stage 1, `parts` workgroups a row (the register kernel's launch runs up to twice the
+//   wide kernel's workgroups, each over fewer pieces; the code is the same), each taking every
+//   parts-th piece of the row (TOPK_PIECE cells a thread, 16-byte loads where the row allows,
+//   the next piece loaded while one is kept), appends the cells at or above the key to the
+//   row's candidates, each at the place one global atomic a warp gives it, and raises the row's
+//   largest kept key; the workgroup that finishes a row last selects among the row's
+//   candidates (the radix starting below the bytes that the key and that largest key share),
+//   or over the row itself where the key left fewer than k or more than the scratch holds.
 // scratch holds, per row, TOPK_WORDS words (the key, the candidate count or TOPK_REFERENCE, the
-// chunks done), after all rows' words the candidates, TOPK_CANDIDATES(k) items a row.
+// workgroups done, the largest candidate key), after all rows' words the candidates,
+// TOPK_CANDIDATES(k) items a row.
 
 typedef unsigned long long topk_item;
 
@@ -657,7 +663,7 @@ typedef unsigned long long topk_item;
 #define TOPK_REFERENCE 0xffffffffu
 #define TOPK_WORDS 4
 #define TOPK_CANDIDATES(k) (16 * (int64_t)(k) + 4096)
-#define TOPK_CELLS_PER_THREAD(variant) ((variant) == STRATA_TOPK_REGISTER ? 16 : 32)
+#define TOPK_PIECE 16
 
 SHARED unsigned topk_histogram[TOPK_BINS];
 SHARED topk_item topk_prefix, topk_mask;
@@ -711,15 +717,18 @@ DEVICE void topk_pick_digit(int shift) {
 // The workgroup's radix select of the k-th of its items, down to bit last: count(prefix, mask,
 // shift) adds to topk_histogram the digit at shift of each item with (item & mask) == prefix.
 // Afterwards exactly k items have (item & topk_mask) >= topk_prefix (with last 0; with a higher
-// last, at least k do).
-template <typename Count> DEVICE void topk_radix(int k, int last, Count count) {
+// last, at least k do). Every item shares the bits of `common` above bit `first` + 8, so the
+// select starts at bit `first`.
+template <typename Count>
+DEVICE void topk_radix(int k, int last, Count count, int first = 56, topk_item common = 0) {
   unsigned t = thread_id();
   if (t == 0) {
-    topk_prefix = topk_mask = 0;
+    topk_mask = first < 56 ? ~0ull << (first + 8) : 0;
+    topk_prefix = common & topk_mask;
     topk_needed = (unsigned)k;
     topk_done = 0;
   }
-  for (int shift = 56; shift >= last; shift -= 8) {
+  for (int shift = first; shift >= last; shift -= 8) {
     for (unsigned b = t; b < TOPK_BINS; b += STRATA_BLOCK) topk_histogram[b] = 0;
     sync_block();
     count(topk_prefix, topk_mask, shift);
@@ -792,15 +801,18 @@ DEVICE void topk_write(const TopkItems &items, int64_t count, int k, const float
   }
 }
 
-// The k best of a row: among its `count` candidates where k <= count <= capacity, else over
-// the row's n cells (TOPK_LOADS items a thread read before any is counted, so that their loads
-// overlap).
+// The k best of a row: among its `count` candidates where k <= count <= capacity (their keys
+// from key up to most), else over the row's n cells (TOPK_LOADS items a thread read before any
+// is counted, so that their loads overlap).
 DEVICE void topk_finish(const float *row, int64_t n, int k, unsigned count, int64_t capacity,
-                        const topk_item *candidates, int32_t *ids, float *values) {
+                        const topk_item *candidates, unsigned key, unsigned most,
+                        int32_t *ids, float *values) {
   TopkItems items = {row, nullptr};
+  int first = 56;
   if (count >= (unsigned)k && count <= capacity) {
     items.candidates = candidates;
     n = count;
+    first -= key == most ? 32 : 8 * (__builtin_clz(key ^ most) / 8);
   }
   unsigned t = thread_id();
   topk_radix(k, 0, [&](topk_item prefix, topk_item mask, int shift) {
@@ -815,7 +827,7 @@ DEVICE void topk_finish(const float *row, int64_t n, int k, unsigned count, int6
       for (int u = 0; u < TOPK_LOADS; ++u)
         if (i + (int64_t)u * STRATA_BLOCK < n) topk_histogram_add(x[u], prefix, mask, shift);
     }
-  });
+  }, first, (topk_item)most << 32);
   topk_write(items, n, k, row, ids, values);
 }
 
@@ -843,84 +855,111 @@ DEVICE bool topk_sample(const float *row, int64_t n, int k, unsigned *words) {
   });
   if (t == 0) {
     words[0] = (unsigned)(topk_prefix >> 32);
-    words[1] = words[2] = 0;
+    words[1] = words[2] = words[3] = 0;
   }
   return true;
 }
 
-// Stage 1: the chunk's cells at or above the row's key into its candidates (a count past
-// capacity stands for more than the scratch holds); true in the workgroup that finished the
-// row's last chunk, which then sees every chunk's candidates.
+// Stage 1: a workgroup's pieces of the row (TOPK_PIECE cells a thread, 16-byte loads where the
+// row allows; the next piece is loaded while this one is kept) at or above the row's key into
+// its candidates, a place for each from one global atomic a warp (a count past capacity stands
+// for more than the scratch holds), and the largest key kept into words[3]; true in the
+// workgroup that finished the row last, which then sees every candidate.
 typedef float float4v __attribute__((ext_vector_type(4)));
 
-template <int PER_THREAD>
-DEVICE bool topk_filter(const float *row, int64_t from, int64_t n, bool aligned,
-                        unsigned *words, int64_t chunks, topk_item *candidates,
-                        int64_t capacity) {
-  float cells[PER_THREAD];
-  unsigned t = thread_id(), key = words[0];
-  bool whole = from + PER_THREAD * STRATA_BLOCK <= n, wide = whole && aligned;
-  // Cell j of the thread: four consecutive cells a 16-byte load (wide), or one a load.
-  auto cell = [&](int j) {
-    return wide ? from + 4 * (t + (int64_t)STRATA_BLOCK * (j / 4)) + j % 4
-                : from + t + (int64_t)STRATA_BLOCK * j;
-  };
-  if (wide) {
+struct TopkPiece {
+  float cells[TOPK_PIECE];
+  int64_t from;
+  bool whole, wide;
+};
+
+// Cell j of the thread: four consecutive cells a 16-byte load (wide), or one a load.
+DEVICE int64_t topk_cell(const TopkPiece &piece, int j) {
+  unsigned t = thread_id();
+  return piece.wide ? piece.from + 4 * (t + (int64_t)STRATA_BLOCK * (j / 4)) + j % 4
+                    : piece.from + t + (int64_t)STRATA_BLOCK * j;
+}
+
+DEVICE bool topk_kept(const TopkPiece &piece, int j, unsigned key, int64_t n) {
+  return (piece.whole || topk_cell(piece, j) < n) && order_key(piece.cells[j]) >= key;
+}
+
+DEVICE void topk_load(TopkPiece &piece, const float *row, int64_t from, int64_t n,
+                      bool aligned) {
+  piece.from = from;
+  piece.whole = from + TOPK_PIECE * STRATA_BLOCK <= n;
+  piece.wide = piece.whole && aligned;
+  if (piece.wide) {
     const float4v *quads = (const float4v *)(row + from);
 #pragma unroll
-    for (int j = 0; j < PER_THREAD; j += 4) {
-      float4v four = quads[t + STRATA_BLOCK * (j / 4)];
-      cells[j] = four.x;
-      cells[j + 1] = four.y;
-      cells[j + 2] = four.z;
-      cells[j + 3] = four.w;
+    for (int j = 0; j < TOPK_PIECE; j += 4) {
+      float4v four = quads[thread_id() + STRATA_BLOCK * (j / 4)];
+      piece.cells[j] = four.x;
+      piece.cells[j + 1] = four.y;
+      piece.cells[j + 2] = four.z;
+      piece.cells[j + 3] = four.w;
     }
   } else {
 #pragma unroll
-    for (int j = 0; j < PER_THREAD; ++j) cells[j] = whole || cell(j) < n ? row[cell(j)] : 0.0f;
+    for (int j = 0; j < TOPK_PIECE; ++j) {
+      int64_t at = topk_cell(piece, j);
+      piece.cells[j] = piece.whole || at < n ? row[at] : 0.0f;
+    }
   }
+}
+
+// The piece's cells at or above key into the candidates; the largest key kept into most.
+DEVICE void topk_keep(const TopkPiece &piece, int64_t n, unsigned key, unsigned *words,
+                      topk_item *candidates, int64_t capacity, unsigned &most) {
   unsigned passing = 0;
 #pragma unroll
-  for (int j = 0; j < PER_THREAD; ++j)
-    passing += (whole || cell(j) < n) && order_key(cells[j]) >= key;
-  unsigned warp_total, at = warp_sum_below(passing, warp_total), warp = t / WARP;
-  if (warp_lane() == 0) topk_warp_counts[warp] = warp_total;
-  sync_block();
-  unsigned total = 0;
-  for (unsigned w = 0; w < WARPS_PER_BLOCK; ++w) {
-    unsigned count = topk_warp_counts[w];
-    at += w < warp ? count : 0;
-    total += count;
-  }
-  if (t == 0) topk_base = total ? __atomic_fetch_add(&words[1], total, __ATOMIC_RELAXED) : 0;
-  sync_block();
-  at += topk_base;
+  for (int j = 0; j < TOPK_PIECE; ++j) passing += topk_kept(piece, j, key, n);
+  unsigned total, at = warp_sum_below(passing, total), base = 0;
+  if (!total) return;
+  if (warp_lane() == 0) base = __atomic_fetch_add(&words[1], total, __ATOMIC_RELAXED);
+  at += warp_max(base);
 #pragma unroll
-  for (int j = 0; j < PER_THREAD; ++j) {
-    if ((whole || cell(j) < n) && order_key(cells[j]) >= key) {
-      if (at < capacity) candidates[at] = topk_item_of(cells[j], cell(j));
+  for (int j = 0; j < TOPK_PIECE; ++j) {
+    if (topk_kept(piece, j, key, n)) {
+      unsigned cell_key = order_key(piece.cells[j]);
+      most = cell_key > most ? cell_key : most;
+      if (at < capacity) candidates[at] = topk_item_of(piece.cells[j], topk_cell(piece, j));
       ++at;
     }
   }
+}
+
+DEVICE bool topk_filter(const float *row, int64_t n, int64_t part, int64_t parts, bool aligned,
+                        unsigned *words, topk_item *candidates, int64_t capacity) {
+  const int64_t per_piece = (int64_t)TOPK_PIECE * STRATA_BLOCK;
+  int64_t pieces = (n + per_piece - 1) / per_piece;
+  unsigned key = words[0], most = 0;
+  TopkPiece piece, next;
+  if (part < pieces) topk_load(piece, row, part * per_piece, n, aligned);
+  for (int64_t p = part; p < pieces; p += parts) {
+    if (p + parts < pieces) topk_load(next, row, (p + parts) * per_piece, n, aligned);
+    topk_keep(piece, n, key, words, candidates, capacity, most);
+    piece = next;
+  }
+  most = warp_max(most);
+  if (warp_lane() == 0 && most) __atomic_fetch_max(&words[3], most, __ATOMIC_RELAXED);
   fence_device();
   sync_block();
-  if (t == 0) topk_last = __atomic_fetch_add(&words[2], 1u, __ATOMIC_RELAXED) == chunks - 1;
+  if (thread_id() == 0)
+    topk_last = __atomic_fetch_add(&words[2], 1u, __ATOMIC_RELAXED) == parts - 1;
   sync_block();
   if (!topk_last) return false;
   fence_device();
   return true;
 }
 
-KERNEL void strata_topk(const float *scores, int64_t queries, int64_t n, int64_t stride, int k,
-                        int32_t *all_ids, float *all_values, int variant, topk_item *scratch,
-                        int stage) {
+// Stage 1 runs queries x parts workgroups (the grid), workgroup b on row b % queries, so that
+// the workgroups running at once spread over the rows; four of its workgroups fit on an SM.
+KERNEL_RESIDENT(4) void strata_topk(const float *scores, int64_t queries, int64_t n,
+                                    int64_t stride, int k, int32_t *all_ids, float *all_values,
+                                    int variant, topk_item *scratch, int stage) {
   int64_t capacity = TOPK_CANDIDATES(k);
-  int64_t q = block_id();
-  if (stage == 1) {
-    int64_t per_block = (int64_t)TOPK_CELLS_PER_THREAD(variant) * STRATA_BLOCK;
-    int64_t chunks = (n + per_block - 1) / per_block;
-    q = block_id() / chunks;
-  }
+  int64_t q = block_id() % queries;
   unsigned *words = (unsigned *)scratch + TOPK_WORDS * q;
   topk_item *candidates = scratch + queries * TOPK_WORDS / 2 + q * capacity;
   const float *row = scores + q * stride;
@@ -928,20 +967,15 @@ KERNEL void strata_topk(const float *scores, int64_t queries, int64_t n, int64_t
   float *values = all_values + q * k;
   if (stage == 1) {
     if (words[1] == TOPK_REFERENCE) return;
-    int64_t per_block = (int64_t)TOPK_CELLS_PER_THREAD(variant) * STRATA_BLOCK;
-    int64_t chunks = (n + per_block - 1) / per_block;
-    int64_t from = block_id() % chunks * per_block;
     bool aligned = (unsigned long long)scores % 16 == 0 && stride % 4 == 0;
-    bool last = variant == STRATA_TOPK_REGISTER
-                    ? topk_filter<16>(row, from, n, aligned, words, chunks, candidates, capacity)
-                    : topk_filter<32>(row, from, n, aligned, words, chunks, candidates, capacity);
-    if (last)
-      topk_finish(row, n, k, __atomic_load_n(&words[1], __ATOMIC_RELAXED), capacity,
-                  candidates, ids, values);
+    if (topk_filter(row, n, block_id() / queries, grid_size() / queries, aligned, words,
+                    candidates, capacity))
+      topk_finish(row, n, k, __atomic_load_n(&words[1], __ATOMIC_RELAXED), capacity, candidates,
+                  words[0], __atomic_load_n(&words[3], __ATOMIC_RELAXED), ids, values);
     return;
   }
   if (stage == 0 && topk_sample(row, n, k, words)) return;
-  topk_finish(row, n, k, TOPK_REFERENCE, capacity, nullptr, ids, values);
+  topk_finish(row, n, k, TOPK_REFERENCE, capacity, nullptr, 0, 0, ids, values);
 }
 
 // ---------------------------------------------------------------------------------------

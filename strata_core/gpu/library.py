@@ -47,9 +47,11 @@ ROUTER_HALVES_EXPERTS = (4 * 32 + 1, 8 * 32)
 ROUTER_HALVES_MAX_TOKENS = 1024
 #: rows of one expert a workgroup of expert_matvec_q8_0 computes (EXPERT_ROWS of the source)
 EXPERT_ROWS = 64
-#: cells a workgroup of the top-k's filter stage takes, by variant (TOPK_CELLS_PER_THREAD of
-#: the source)
-TOPK_CHUNK_CELLS = {"register": BLOCK * 16, "wide": BLOCK * 32}
+#: cells of a piece, the top-k filter stage's step (TOPK_PIECE of the source a thread)
+TOPK_PIECE_CELLS = BLOCK * 16
+#: workgroups of the top-k's filter stage over all rows, by variant, where the rows have the
+#: pieces for them
+TOPK_FILTER_BLOCKS = {"register": 8192, "wide": 4096}
 #: unsigned words a row the top-k keeps in its scratch (TOPK_WORDS of the source)
 TOPK_WORDS = 4
 #: the read kernel's grid: enough blocks to fill any card, each thread several 16-byte words
@@ -142,10 +144,14 @@ def launch_problems(code: code_object.CodeObject, target: str) -> list[str]:
 def topk_launches(queries: int, n: int, variant: str) -> list[tuple[int, int]]:
     """(stage, grid) of each topk launch: the reference radix is stage 2 alone, a workgroup a
     row; the register and the wide kernel sample (a workgroup a row), then filter and select
-    (a workgroup a chunk of TOPK_CHUNK_CELLS; the last of a row selects)."""
+    (the same number of workgroups a row, each taking every so many pieces of TOPK_PIECE_CELLS;
+    the last of a row selects): the register kernel runs twice the wide kernel's workgroups,
+    each over fewer pieces."""
     if variant == "old":
         return [(2, queries)]
-    return [(0, queries), (1, queries * -(-n // TOPK_CHUNK_CELLS[variant]))]
+    pieces = -(-n // TOPK_PIECE_CELLS)
+    parts = min(pieces, max(1, TOPK_FILTER_BLOCKS[variant] // queries))
+    return [(0, queries), (1, queries * parts)]
 
 
 def topk_scratch_bytes(queries: int, k: int) -> int:
