@@ -229,6 +229,20 @@ def test_topk_selects_over_the_row_when_the_candidates_overflow(emu, variant):
     assert counts[0] <= 16 * 256 + 4096 < counts[1]
 
 
+@pytest.mark.parametrize("variant", ["register", "wide"])
+def test_topk_selects_by_id_among_candidates_of_one_score(emu, variant):
+    """Rows whose 3,000 best cells tie, scattered over the row: every candidate has the row's
+    key (the radix starts at the ids' bytes), and the k picks are the lowest ids of the tie."""
+    ffi, lib = emu
+    rng = np.random.default_rng(11)
+    scores = _scores(rng, 2, 70000, "normal")
+    for row in scores:
+        row[rng.choice(70000, 3000, replace=False)] = 9.0
+    ids, values, scratch = _topk(ffi, lib, scores, 256, variant)
+    _assert_reference(scores, ids, values, 256)
+    assert (_counts(scratch, 2) == 3000).all()
+
+
 @pytest.mark.parametrize(("m", "n", "k"), [(40, 48, 72), (16, 16, 16), (5, 33, 100)])
 def test_prompt_gemm_fma(emu, m, n, k):
     ffi, lib = emu
