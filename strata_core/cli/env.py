@@ -9,7 +9,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..plan.pipeline import PlanRequest
+from .answers import dumps, env_answer
 from .env_facts import gather
+
 
 def text(answer: Mapping[str, Any]) -> str:
     """The report for people, read from its JSON answer."""
@@ -58,8 +60,6 @@ def text(answer: Mapping[str, Any]) -> str:
 
 
 def run_env(request: PlanRequest, as_json: bool) -> int:
-    from .answers import dumps, env_answer
-
     answer = env_answer(gather(request))
     print(dumps(answer) if as_json else text(answer))
     return 0
