@@ -15,6 +15,8 @@ import pytest
 from strata_core import q8
 from strata_core.gpu.library import (
     TOPK_WORDS,
+    matvec_grid,
+    matvec_split,
     router_grid,
     topk_launches,
     topk_scratch_bytes,
@@ -75,6 +77,15 @@ def test_matvec_q8_0(emu, rows, cols, split):
     )  # fmt: skip
     want = reference.matvec_q8_0(qs, d, xq, xd)
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+@pytest.mark.parametrize(
+    ("rows", "cols", "split"),
+    [(4096, 4096, 2), (4096, 14336, 2), (1024, 8192, 4), (14336, 4096, 1), (100, 352, 1)],
+)
+def test_matvec_splits_few_rows_along_k_keeping_two_blocks_a_lane(rows, cols, split):
+    assert matvec_split(rows, cols) == split
+    assert matvec_grid(rows, cols) == _blocks(_blocks(rows, MATVEC_ROWS) * split, WARPS)
 
 
 @pytest.mark.parametrize(("experts", "tokens", "k", "rows", "cols", "kind"), expert_cases.CASES)

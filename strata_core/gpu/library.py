@@ -205,7 +205,7 @@ def matvec_split(rows: int, cols: int) -> int:
     while (
         split < MATVEC_MAX_SPLIT
         and groups * split < MATVEC_WARPS_IN_FLIGHT
-        and blocks >= MATVEC_PART_BLOCKS * split
+        and blocks >= MATVEC_PART_BLOCKS * split * 2
     ):
         split *= 2
     return split
