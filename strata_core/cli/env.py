@@ -8,7 +8,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from ..plan.pipeline import PlanRequest
+from ..plan.detection import PlanRequest
 from .answers import dumps, env_answer
 from .env_facts import gather
 

@@ -16,7 +16,7 @@ from ..answer_cache import ENV_PREFIXES
 from ..api.manager import PluginRecord
 from ..plan import config as run_config
 from ..plan.claims import Assignment
-from ..plan.pipeline import PlanRequest, detect, seconds_variable
+from ..plan.detection import PlanRequest, detect, seconds_variable
 from ..plan.selection import Selection
 from ..tuning.versions import LibraryVersion
 
