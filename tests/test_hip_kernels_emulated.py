@@ -254,6 +254,34 @@ def test_topk_selects_by_id_among_candidates_of_one_score(emu, variant):
     assert (_counts(scratch, 2) == 3000).all()
 
 
+@pytest.mark.parametrize("variant", ["register", "wide"])
+def test_topk_keeps_only_positive_zeros_at_a_key_of_zero(emu, variant):
+    """A row whose sample puts the key at +0 (its 200 zeros among the first 256 cells sampled),
+    with 100 cells of -0 after them: -0 ranks below +0, so the 200 are the only candidates, too
+    few, and the row is selected whole; the picks tie at zero by id as in the reference."""
+    ffi, lib = emu
+    scores = np.full((1, 65536), -1.0, dtype=np.float32)
+    scores[0, :200] = 0.0
+    scores[0, 200:300] = -0.0
+    ids, values, scratch = _topk(ffi, lib, scores, 256, variant)
+    _assert_reference(scores, ids, values, 256)
+    assert _counts(scratch, 1)[0] == 200
+
+
+@pytest.mark.parametrize("variant", ["register", "wide"])
+def test_topk_keeps_nan_at_a_key_of_minus_infinity(emu, variant):
+    """A row of 50 finite cells, then NaN and -inf alternating: the sample puts the key at -inf,
+    where NaN ranks too, so every cell is a candidate, and the picks after the 50 are the
+    lowest ids of the NaN and -inf tie, as in the reference."""
+    ffi, lib = emu
+    scores = np.full((1, 8192), -np.inf, dtype=np.float32)
+    scores[0, :50] = np.arange(50)
+    scores[0, 50::2] = np.nan
+    ids, values, scratch = _topk(ffi, lib, scores, 256, variant)
+    _assert_reference(scores, ids, values, 256)
+    assert _counts(scratch, 1)[0] == 8192
+
+
 @pytest.mark.parametrize(("m", "n", "k"), [(40, 48, 72), (16, 16, 16), (5, 33, 100)])
 def test_prompt_gemm_fma(emu, m, n, k):
     ffi, lib = emu

@@ -641,14 +641,14 @@ KERNEL void strata_router_topk(const float *logits, int64_t tokens, int64_t expe
 //   workgroup's width, spread over it) and selects from it, to 16 bits, a key that about 4k
 //   cells of the row (and at least 16 of the sample) should reach; a row too short to sample
 //   is selected whole there, as the reference does;
-// - stage 1, `parts` workgroups a row (the register kernel's launch runs up to twice the
-//   wide kernel's workgroups, each over fewer pieces; the code is the same), each taking every
-//   parts-th piece of the row (TOPK_PIECE cells a thread, 16-byte loads where the row allows,
-//   the next piece loaded while one is kept), appends the cells at or above the key to the
-//   row's candidates, each at the place one global atomic a warp gives it, and raises the row's
-//   largest kept key; the workgroup that finishes a row last selects among the row's
-//   candidates (the radix starting below the bytes that the key and that largest key share),
-//   or over the row itself where the key left fewer than k or more than the scratch holds.
+// - stage 1, `parts` workgroups a row (the register and the wide kernel alike), each taking
+//   every parts-th piece of the row (TOPK_PIECE cells a thread, 16-byte loads where the row
+//   allows, the next piece loaded while one is kept), appends the cells at or above the key
+//   (compared as floats where the key's value ranks as the key does) to the row's candidates,
+//   each at the place one global atomic a warp gives it, and raises the row's largest kept
+//   key; the workgroup that finishes a row last selects among the row's candidates (the radix
+//   starting below the bytes that the key and that largest key share), or over the row itself
+//   where the key left fewer than k or more than the scratch holds.
 // scratch holds, per row, TOPK_WORDS words (the key, the candidate count or TOPK_REFERENCE, the
 // workgroups done, the largest candidate key), after all rows' words the candidates,
 // TOPK_CANDIDATES(k) items a row.
@@ -880,8 +880,13 @@ DEVICE int64_t topk_cell(const TopkPiece &piece, int j) {
                     : piece.from + t + (int64_t)STRATA_BLOCK * j;
 }
 
-DEVICE bool topk_kept(const TopkPiece &piece, int j, unsigned key, int64_t n) {
-  return (piece.whole || topk_cell(piece, j) < n) && order_key(piece.cells[j]) >= key;
+// A cell at or above the row's key: by value (one float compare) where the key's value ranks
+// cells as the key does (not at +0, which -0 would pass, nor at -inf, which NaN reaches), else
+// by key.
+template <bool by_value>
+DEVICE bool topk_kept(const TopkPiece &piece, int j, unsigned key, float limit, int64_t n) {
+  return (piece.whole || topk_cell(piece, j) < n) &&
+         (by_value ? piece.cells[j] >= limit : order_key(piece.cells[j]) >= key);
 }
 
 DEVICE void topk_load(TopkPiece &piece, const float *row, int64_t from, int64_t n,
@@ -909,18 +914,19 @@ DEVICE void topk_load(TopkPiece &piece, const float *row, int64_t from, int64_t 
 }
 
 // The piece's cells at or above key into the candidates; the largest key kept into most.
-DEVICE void topk_keep(const TopkPiece &piece, int64_t n, unsigned key, unsigned *words,
-                      topk_item *candidates, int64_t capacity, unsigned &most) {
+template <bool by_value>
+DEVICE void topk_keep(const TopkPiece &piece, int64_t n, unsigned key, float limit,
+                      unsigned *words, topk_item *candidates, int64_t capacity, unsigned &most) {
   unsigned passing = 0;
 #pragma unroll
-  for (int j = 0; j < TOPK_PIECE; ++j) passing += topk_kept(piece, j, key, n);
+  for (int j = 0; j < TOPK_PIECE; ++j) passing += topk_kept<by_value>(piece, j, key, limit, n);
   unsigned total, at = warp_sum_below(passing, total), base = 0;
   if (!total) return;
   if (warp_lane() == 0) base = __atomic_fetch_add(&words[1], total, __ATOMIC_RELAXED);
   at += warp_max(base);
 #pragma unroll
   for (int j = 0; j < TOPK_PIECE; ++j) {
-    if (topk_kept(piece, j, key, n)) {
+    if (topk_kept<by_value>(piece, j, key, limit, n)) {
       unsigned cell_key = order_key(piece.cells[j]);
       most = cell_key > most ? cell_key : most;
       if (at < capacity) candidates[at] = topk_item_of(piece.cells[j], topk_cell(piece, j));
@@ -929,18 +935,29 @@ DEVICE void topk_keep(const TopkPiece &piece, int64_t n, unsigned key, unsigned 
   }
 }
 
-DEVICE bool topk_filter(const float *row, int64_t n, int64_t part, int64_t parts, bool aligned,
-                        unsigned *words, topk_item *candidates, int64_t capacity) {
+template <bool by_value>
+DEVICE void topk_pieces(const float *row, int64_t n, int64_t part, int64_t parts, bool aligned,
+                        unsigned key, unsigned *words, topk_item *candidates, int64_t capacity,
+                        unsigned &most) {
   const int64_t per_piece = (int64_t)TOPK_PIECE * STRATA_BLOCK;
   int64_t pieces = (n + per_piece - 1) / per_piece;
-  unsigned key = words[0], most = 0;
+  float limit = value_of(key);
   TopkPiece piece, next;
   if (part < pieces) topk_load(piece, row, part * per_piece, n, aligned);
   for (int64_t p = part; p < pieces; p += parts) {
     if (p + parts < pieces) topk_load(next, row, (p + parts) * per_piece, n, aligned);
-    topk_keep(piece, n, key, words, candidates, capacity, most);
+    topk_keep<by_value>(piece, n, key, limit, words, candidates, capacity, most);
     piece = next;
   }
+}
+
+DEVICE bool topk_filter(const float *row, int64_t n, int64_t part, int64_t parts, bool aligned,
+                        unsigned *words, topk_item *candidates, int64_t capacity) {
+  unsigned key = words[0], most = 0;
+  if (key != 0x80000000u && value_of(key) > -__builtin_inff())
+    topk_pieces<true>(row, n, part, parts, aligned, key, words, candidates, capacity, most);
+  else
+    topk_pieces<false>(row, n, part, parts, aligned, key, words, candidates, capacity, most);
   most = warp_max(most);
   if (warp_lane() == 0 && most) __atomic_fetch_max(&words[3], most, __ATOMIC_RELAXED);
   fence_device();

@@ -49,9 +49,8 @@ ROUTER_HALVES_MAX_TOKENS = 1024
 EXPERT_ROWS = 64
 #: cells of a piece, the top-k filter stage's step (TOPK_PIECE of the source a thread)
 TOPK_PIECE_CELLS = BLOCK * 16
-#: workgroups of the top-k's filter stage over all rows, by variant, where the rows have the
-#: pieces for them
-TOPK_FILTER_BLOCKS = {"register": 8192, "wide": 4096}
+#: workgroups of the top-k's filter stage over all rows, where the rows have the pieces for them
+TOPK_FILTER_BLOCKS = 1024
 #: unsigned words a row the top-k keeps in its scratch (TOPK_WORDS of the source)
 TOPK_WORDS = 4
 #: the read kernel's grid: enough blocks to fill any card, each thread several 16-byte words
@@ -145,12 +144,11 @@ def topk_launches(queries: int, n: int, variant: str) -> list[tuple[int, int]]:
     """(stage, grid) of each topk launch: the reference radix is stage 2 alone, a workgroup a
     row; the register and the wide kernel sample (a workgroup a row), then filter and select
     (the same number of workgroups a row, each taking every so many pieces of TOPK_PIECE_CELLS;
-    the last of a row selects): the register kernel runs twice the wide kernel's workgroups,
-    each over fewer pieces."""
+    the last of a row selects)."""
     if variant == "old":
         return [(2, queries)]
     pieces = -(-n // TOPK_PIECE_CELLS)
-    parts = min(pieces, max(1, TOPK_FILTER_BLOCKS[variant] // queries))
+    parts = min(pieces, max(1, TOPK_FILTER_BLOCKS // queries))
     return [(0, queries), (1, queries * parts)]
 
 
