@@ -57,7 +57,8 @@ run | kernels)
         strata-core run --profile $profile | tee "$out/run-$profile.txt"
     done
     # the host kernels on this machine's CPU, against ggml's CPU backend where its source
-    # travels in .ggml/ (a tar of ggml-org/ggml's CMake files, include/ and src/)
+    # travels in .ggml/ (a tar of ggml-org/ggml's CMakeLists.txt, ggml.pc.in, cmake/,
+    # include/ and src/: CMake configures ggml.pc.in, so a tar without it does not build)
     python3 "$repo/bench/host_topk_bands.py" --threads 2 | tee "$out/host_topk_bands.txt"
     ggml=()
     if [ -f "$repo/.ggml/ggml-src.tar.gz" ]; then
