@@ -17,12 +17,14 @@ from cli_runner import strata_core
 from test_hip_probe import needs_debian_hip
 
 from strata_core.api.manager import PluginManager
-from strata_core.api.records import KernelLibrary
+from strata_core.api.records import KernelLibrary, Workload
 from strata_core.errors import StrataError
 from strata_core.gpu import abi
 from strata_core.gpu.library import VARIANTS, GpuKernels, start_check
 from strata_core.gpu.runtime import Card
 from strata_core.hip.runtime import HipError, HipRuntime
+from strata_core.plan.plan import RunSettings
+from strata_core.run import _run_child
 from strata_core.testing.sysfs import MI50, R9700, RX_7900_XTX, fake_gpu, write_sysfs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -334,6 +336,31 @@ def _interruptible() -> None:
     """Ctrl-C as at a terminal, also where the test runner was started with SIGINT ignored
     (a shell's background job), which a child would otherwise inherit."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def test_a_ctrl_c_while_the_gpu_child_starts_still_ends_the_child(monkeypatch, tmp_path):
+    started: list[subprocess.Popen] = []
+    start = subprocess.Popen
+
+    def start_then_ctrl_c(command, **options):
+        started.append(start([sys.executable, "-c", "import time; time.sleep(60)"], **options))
+        os.kill(os.getpid(), signal.SIGINT)
+        return started[-1]
+
+    settings = RunSettings(Workload(), 1, 60.0, None, (), dict(os.environ))
+    monkeypatch.setattr(subprocess, "Popen", start_then_ctrl_c)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _run_child("unused", None, settings, tmp_path, None)
+        running = [child.pid for child in started if child.poll() is None]
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        for child in started:
+            child.kill()
+            child.wait()
+    assert len(started) == 1
+    assert not running
 
 
 @pytest.mark.parametrize(("signal_name", "status"), [("SIGINT", 130), ("SIGTERM", 143)])

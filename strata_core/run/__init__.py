@@ -33,6 +33,7 @@ from ..tuning.libraries import PATHS
 from ..tuning.lookup import TuningDecision
 from .gpu_backend import GpuCard
 from .gpu_child import ANSWER, CONTACT, JOB, RESULTS, GpuJob, unflatten
+from .held_signals import HeldSignals
 from .workload import KernelReport, check, execute, make_inputs, read_bandwidth, wall_clock
 
 CHILD = "strata_core.run.gpu_child"
@@ -188,14 +189,16 @@ def _run_child(
         child.kill()
 
     with open(where / "stderr", "w+") as stderr:
-        child = subprocess.Popen(
-            [sys.executable, "-m", module, str(where)],
-            env=dict(settings.child_env),
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-        )
-        try:  # straight after the start: a Ctrl-C from here on ends the child
+        with HeldSignals() as held:
+            child = subprocess.Popen(
+                [sys.executable, "-m", module, str(where)],
+                env=dict(settings.child_env),
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+            )
+        try:
+            held.deliver()
             threading.Thread(target=watch, daemon=True).start()
             assert child.stdout is not None
             for line in child.stdout:
