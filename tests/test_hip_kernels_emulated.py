@@ -14,6 +14,7 @@ import pytest
 
 from strata_core import q8
 from strata_core.gpu.library import (
+    EXPERT_ROWS,
     TOPK_WORDS,
     matvec_grid,
     matvec_split,
@@ -25,7 +26,7 @@ from strata_core.host import reference
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
-BLOCK, WARPS, TILE, MATVEC_ROWS, EXPERT_ROWS = 256, 8, 16, 2, 64
+BLOCK, WARPS, TILE, MATVEC_ROWS = 256, 8, 16, 2
 TOPK_CODES = {"register": 1, "wide": 2, "old": 3}
 
 CDEF = "\n".join(
