@@ -106,6 +106,29 @@ def test_expert_matvec_q8_0(emu, experts, tokens, k, rows, cols, kind):
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
+@pytest.mark.parametrize("split", [1, 2, 4, 8])
+@pytest.mark.parametrize(
+    ("experts", "tokens", "k", "rows", "cols"),
+    [(8, 1, 2, 70, 96), (5, 1, 5, 37, 32), (16, 3, 4, 9, 64), (4, 1, 1, 1, 32)],
+)
+def test_expert_pairs_q8_0(emu, experts, tokens, k, rows, cols, split):
+    """Where no expert is named twice, every pair's rows written (from NaN, an odd last group
+    included) and equal to the reference, whichever split the grid gives the row groups."""
+    ffi, lib = emu
+    qs, d, _, xq, xd = expert_cases.make(experts, tokens, k, rows, cols, "router")
+    rng = np.random.default_rng(experts)
+    ids = rng.permutation(experts)[: tokens * k].reshape(tokens, k).astype(np.int32)
+    y = np.full((tokens, k, rows), np.nan, dtype=np.float32)
+    lib.emu_expert_pairs_q8_0(
+        _blocks(tokens * k * _blocks(rows, MATVEC_ROWS) * split, WARPS),
+        _ptr(ffi, "int8_t[]", qs), _ptr(ffi, "uint16_t[]", d.view(np.uint16)),
+        _ptr(ffi, "int32_t[]", ids), _ptr(ffi, "int8_t[]", xq), _ptr(ffi, "float[]", xd),
+        _ptr(ffi, "float[]", y), tokens * k, k, rows, cols,
+    )  # fmt: skip
+    want = reference.expert_matvec_q8_0(qs, d, ids, xq, xd)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
 def _logits(rng, tokens, experts, kind):
     if kind == "ties":
         return rng.integers(0, 4, (tokens, experts)).astype(np.float32)

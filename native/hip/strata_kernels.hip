@@ -84,7 +84,7 @@ typedef float float8 __attribute__((ext_vector_type(8)));
 // operations (the kernels below).
 EXPORTED_DATA int strata_abi_version = STRATA_KERNEL_ABI_VERSION;
 EXPORTED_DATA char strata_operations[] =
-    "matvec_q8_0,expert_matvec_q8_0,router_topk,topk,prompt_gemm,read_bytes";
+    "matvec_q8_0,expert_matvec_q8_0,router_topk,topk,prompt_gemm,read_bytes,expert_pairs_q8_0";
 
 DEVICE unsigned warp_lane() { return thread_id() % WARP; }
 
@@ -254,14 +254,12 @@ DEVICE void q8_rows_dot(const int8_t *qs, const _Float16 *d, const int8_t *xq, c
 
 SHARED float matvec_parts[WARPS_PER_BLOCK][MATVEC_ROWS];
 
+// Part `part` of the group of SPLIT warps on rows first .. of a matvec: the parts add their sums
+// in shared memory and the first writes y[first ..] (nothing from first = rows on).
 template <int SPLIT>
-DEVICE void matvec_group(const int8_t *qs, const _Float16 *d, const int8_t *xq, const float *xd,
-                         float *y, int64_t rows, int64_t cols) {
+DEVICE void matvec_rows(const int8_t *qs, const _Float16 *d, const int8_t *xq, const float *xd,
+                        float *y, int64_t first, int part, int64_t rows, int64_t cols) {
   unsigned warp_in_block = thread_id() / WARP;
-  int64_t warp = (int64_t)block_id() * WARPS_PER_BLOCK + warp_in_block;
-  int64_t first = warp / SPLIT * MATVEC_ROWS;
-  int part = (int)(warp % SPLIT);
-  if (SPLIT == 1 && first >= rows) return;
   float sums[MATVEC_ROWS];
   q8_rows_dot<MATVEC_ROWS, SPLIT>(qs, d, xq, xd, first, rows, cols, part, sums);
   if (SPLIT > 1) {
@@ -279,18 +277,33 @@ DEVICE void matvec_group(const int8_t *qs, const _Float16 *d, const int8_t *xq, 
     for (int r = 0; r < MATVEC_ROWS && first + r < rows; ++r) y[first + r] = sums[r];
 }
 
+DEVICE int64_t warp_in_grid() {
+  return (int64_t)block_id() * WARPS_PER_BLOCK + thread_id() / WARP;
+}
+
+template <int SPLIT>
+DEVICE void matvec_group(const int8_t *qs, const _Float16 *d, const int8_t *xq, const float *xd,
+                         float *y, int64_t rows, int64_t cols) {
+  int64_t warp = warp_in_grid();
+  int64_t first = warp / SPLIT * MATVEC_ROWS;
+  if (SPLIT == 1 && first >= rows) return;
+  matvec_rows<SPLIT>(qs, d, xq, xd, y, first, (int)(warp % SPLIT), rows, cols);
+}
+
+// The warps the grid gives every one of `groups` groups of rows: the most of 8, 4, 2 and 1.
+DEVICE int matvec_split(int64_t groups) {
+  int64_t warps = (int64_t)grid_size() * WARPS_PER_BLOCK;
+  return groups * 8 <= warps ? 8 : groups * 4 <= warps ? 4 : groups * 2 <= warps ? 2 : 1;
+}
+
 KERNEL void strata_matvec_q8_0(const int8_t *qs, const _Float16 *d, const int8_t *xq,
                                const float *xd, float *y, int64_t rows, int64_t cols) {
-  int64_t groups = (rows + MATVEC_ROWS - 1) / MATVEC_ROWS;
-  int64_t warps = (int64_t)grid_size() * WARPS_PER_BLOCK;
-  if (groups * 8 <= warps)
-    matvec_group<8>(qs, d, xq, xd, y, rows, cols);
-  else if (groups * 4 <= warps)
-    matvec_group<4>(qs, d, xq, xd, y, rows, cols);
-  else if (groups * 2 <= warps)
-    matvec_group<2>(qs, d, xq, xd, y, rows, cols);
-  else
-    matvec_group<1>(qs, d, xq, xd, y, rows, cols);
+  switch (matvec_split((rows + MATVEC_ROWS - 1) / MATVEC_ROWS)) {
+  case 8: matvec_group<8>(qs, d, xq, xd, y, rows, cols); break;
+  case 4: matvec_group<4>(qs, d, xq, xd, y, rows, cols); break;
+  case 2: matvec_group<2>(qs, d, xq, xd, y, rows, cols); break;
+  default: matvec_group<1>(qs, d, xq, xd, y, rows, cols);
+  }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -381,6 +394,39 @@ KERNEL void strata_expert_matvec_q8_0(const int8_t *qs, const _Float16 *d, const
       expert_row(expert_qs, expert_d, row, xq, xd, y, count, k, rows, cols);
     }
     sync_block();
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// expert_pairs_q8_0, the expert step where no expert is named twice (one token's k picks): pair
+// p's rows are a matvec_q8_0 of expert ids[p] with token p / k's activations into y[p], and the
+// pairs' groups of rows follow one another in the grid as one matvec's do, so that the step
+// reads as a matvec of pairs x rows rows (with the matvec's registers, not the grouped step's).
+
+template <int SPLIT>
+DEVICE void expert_pair_group(const int8_t *qs, const _Float16 *d, const int32_t *ids,
+                              const int8_t *xq, const float *xd, float *y, int64_t pairs, int k,
+                              int64_t rows, int64_t cols) {
+  int64_t groups = (rows + MATVEC_ROWS - 1) / MATVEC_ROWS, blocks = cols / STRATA_Q8_BLOCK;
+  int64_t warp = warp_in_grid(), group = warp / SPLIT, pair = group / groups;
+  if (SPLIT == 1 && pair >= pairs) return;
+  int64_t first = pair < pairs ? group % groups * MATVEC_ROWS : rows;
+  pair = pair < pairs ? pair : pairs - 1;
+  int64_t expert = ids[pair], token = pair / k;
+  matvec_rows<SPLIT>(qs + expert * rows * cols, d + expert * rows * blocks, xq + token * cols,
+                     xd + token * blocks, y + pair * rows, first, (int)(warp % SPLIT), rows,
+                     cols);
+}
+
+KERNEL void strata_expert_pairs_q8_0(const int8_t *qs, const _Float16 *d, const int32_t *ids,
+                                     const int8_t *xq, const float *xd, float *y, int64_t pairs,
+                                     int k, int64_t rows, int64_t cols) {
+  if (pairs == 0) return;
+  switch (matvec_split(pairs * ((rows + MATVEC_ROWS - 1) / MATVEC_ROWS))) {
+  case 8: expert_pair_group<8>(qs, d, ids, xq, xd, y, pairs, k, rows, cols); break;
+  case 4: expert_pair_group<4>(qs, d, ids, xq, xd, y, pairs, k, rows, cols); break;
+  case 2: expert_pair_group<2>(qs, d, ids, xq, xd, y, pairs, k, rows, cols); break;
+  default: expert_pair_group<1>(qs, d, ids, xq, xd, y, pairs, k, rows, cols);
   }
 }
 

@@ -31,6 +31,9 @@ OPERATIONS: dict[str, tuple[tuple[str, str], ...]] = {
     "prompt_gemm": (("a", BUFFER), ("w", BUFFER), ("c", BUFFER), ("m", "int64"), ("n", "int64"),
                     ("k", "int64")),
     "read_bytes": (("buffer", BUFFER), ("words", "int64"), ("sink", BUFFER)),
+    "expert_pairs_q8_0": (("qs", BUFFER), ("d", BUFFER), ("ids", BUFFER), ("xq", BUFFER),
+                          ("xd", BUFFER), ("y", BUFFER), ("pairs", "int64"), ("k", "int32"),
+                          ("rows", "int64"), ("cols", "int64")),
 }
 # fmt: on
 

@@ -195,10 +195,11 @@ def _blocks(items: int, per_block: int) -> int:
     return max(1, -(-items // per_block))
 
 
-def matvec_split(rows: int, cols: int) -> int:
-    """Warps a row group of matvec_q8_0 splits along K (1, 2, 4 or 8): doubled while the
-    groups are fewer than MATVEC_WARPS_IN_FLIGHT and each part keeps MATVEC_PART_BLOCKS."""
-    groups, blocks = -(-rows // MATVEC_ROWS), cols // 32
+def matvec_split(rows: int, cols: int, matrices: int = 1) -> int:
+    """Warps a row group of matvec_q8_0 (over ``matrices`` of rows x cols one after another,
+    as expert_pairs_q8_0 takes them) splits along K (1, 2, 4 or 8): doubled while the groups
+    are fewer than MATVEC_WARPS_IN_FLIGHT and each part keeps MATVEC_PART_BLOCKS."""
+    groups, blocks = matrices * -(-rows // MATVEC_ROWS), cols // 32
     split = 1
     while (
         split < MATVEC_MAX_SPLIT
@@ -220,9 +221,11 @@ def router_grid(tokens: int, experts: int, variant: str) -> int:
     return _blocks(tokens * warps, WARPS_PER_BLOCK)
 
 
-def matvec_grid(rows: int, cols: int) -> int:
-    """matvec_q8_0's workgroups: the kernel reads its split from their number."""
-    return _blocks(-(-rows // MATVEC_ROWS) * matvec_split(rows, cols), WARPS_PER_BLOCK)
+def matvec_grid(rows: int, cols: int, matrices: int = 1) -> int:
+    """matvec_q8_0's workgroups (expert_pairs_q8_0's over ``matrices``): the kernel reads its
+    split from their number."""
+    split = matvec_split(rows, cols, matrices)
+    return _blocks(matrices * -(-rows // MATVEC_ROWS) * split, WARPS_PER_BLOCK)
 
 
 class GpuKernels:
@@ -365,8 +368,10 @@ class GpuKernels:
         return y
 
     def expert_matvec_q8_0(self, qs: Any, d: Any, ids: Any, xq: Any, xd: Any) -> np.ndarray:
-        """The MoE expert step (tokens x k x rows): a workgroup set for each distinct expert
-        the ids name, as many as there could be (experts, or tokens x k if fewer)."""
+        """The MoE expert step (tokens x k x rows). Where no expert is named twice (one
+        token's picks), the pairs' rows run as one matvec (expert_pairs_q8_0); else a
+        workgroup set for each distinct expert the ids name, as many as there could be
+        (experts, or tokens x k if fewer), reads each once for all the tokens that chose it."""
         check_expert_shapes(qs, d, ids, xq, xd)
         experts, rows, cols = qs.shape
         tokens, k = ids.shape
@@ -383,10 +388,15 @@ class GpuKernels:
             "xq": np.ascontiguousarray(xq, np.int8),
             "xd": np.ascontiguousarray(xd, np.float32),
         }
-        grid = max(1, min(experts, tokens * k)) * _blocks(rows, EXPERT_ROWS)
-        self._run("expert_matvec_q8_0", grid, inputs, {"y": y},
-                  {"experts": experts, "tokens": tokens, "k": k, "rows": rows,
-                   "cols": cols})  # fmt: skip
+        shape = {"k": k, "rows": rows, "cols": cols}
+        pairs = tokens * k
+        if len(np.unique(inputs["ids"])) == pairs:
+            self._run("expert_pairs_q8_0", matvec_grid(rows, cols, pairs), inputs, {"y": y},
+                      {"pairs": pairs} | shape)  # fmt: skip
+        else:
+            grid = max(1, min(experts, pairs)) * _blocks(rows, EXPERT_ROWS)
+            self._run("expert_matvec_q8_0", grid, inputs, {"y": y},
+                      {"experts": experts, "tokens": tokens} | shape)  # fmt: skip
         return y
 
     def router_topk(self, logits: Any, k: int, variant: str) -> Any:
