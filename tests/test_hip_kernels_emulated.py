@@ -254,18 +254,27 @@ def test_topk_selects_by_id_among_candidates_of_one_score(emu, variant):
     assert (_counts(scratch, 2) == 3000).all()
 
 
-@pytest.mark.parametrize("variant", ["register", "wide"])
-def test_topk_keeps_only_positive_zeros_at_a_key_of_zero(emu, variant):
-    """A row whose sample puts the key at +0 (its 200 zeros among the first 256 cells sampled),
-    with 100 cells of -0 after them: -0 ranks below +0, so the 200 are the only candidates, too
-    few, and the row is selected whole; the picks tie at zero by id as in the reference."""
+@pytest.mark.parametrize("variant", ["register", "wide", "old"])
+@pytest.mark.parametrize(
+    ("queries", "n", "k", "zeros"), [(1, 65536, 256, 3000), (256, 8192, 64, 600)]
+)
+def test_topk_ranks_minus_and_plus_zero_alike(emu, variant, queries, n, k, zeros):
+    """Rows of k / 4 positive cells, then zeros of either sign scattered over negative cells,
+    enough that the sample puts the key at zero: every zero is a candidate, and the k-th pick
+    falls among the zeros, which tie by id whatever their sign, as in the reference."""
     ffi, lib = emu
-    scores = np.full((1, 65536), -1.0, dtype=np.float32)
-    scores[0, :200] = 0.0
-    scores[0, 200:300] = -0.0
-    ids, values, scratch = _topk(ffi, lib, scores, 256, variant)
-    _assert_reference(scores, ids, values, 256)
-    assert _counts(scratch, 1)[0] == 200
+    rng = np.random.default_rng(queries + zeros)
+    scores = -1.0 - rng.random((queries, n), dtype=np.float32)
+    for row in scores:
+        chosen = rng.choice(n, k // 4 + zeros, replace=False)
+        row[chosen[: k // 4]] = 1.0 + rng.random(k // 4, dtype=np.float32)
+        row[chosen[k // 4 :]] = np.where(rng.random(zeros) < 0.5, -0.0, 0.0)
+    ids, values, scratch = _topk(ffi, lib, scores, k, variant)
+    _assert_reference(scores, ids, values, k)
+    picked = np.take_along_axis(scores, ids, axis=1)
+    np.testing.assert_array_equal(np.signbit(values), np.signbit(picked))
+    if variant != "old":
+        assert (_counts(scratch, queries) == k // 4 + zeros).all()
 
 
 @pytest.mark.parametrize("variant", ["register", "wide"])

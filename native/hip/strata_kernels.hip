@@ -114,10 +114,10 @@ DEVICE unsigned warp_min(unsigned value) {
 #endif
 
 // Scores as unsigned keys whose order is the float order; NaN ranks as -inf (and comes back
-// from value_of as -inf).
+// from value_of as -inf), -0 as +0.
 DEVICE unsigned order_key(float value) {
   if (value != value) value = -__builtin_inff();
-  unsigned bits = __builtin_bit_cast(unsigned, value);
+  unsigned bits = value == 0.0f ? 0u : __builtin_bit_cast(unsigned, value);
   return (bits & 0x80000000u) ? ~bits : bits | 0x80000000u;
 }
 
@@ -881,8 +881,7 @@ DEVICE int64_t topk_cell(const TopkPiece &piece, int j) {
 }
 
 // A cell at or above the row's key: by value (one float compare) where the key's value ranks
-// cells as the key does (not at +0, which -0 would pass, nor at -inf, which NaN reaches), else
-// by key.
+// cells as the key does (not at -inf, which NaN reaches), else by key.
 template <bool by_value>
 DEVICE bool topk_kept(const TopkPiece &piece, int j, unsigned key, float limit, int64_t n) {
   return (piece.whole || topk_cell(piece, j) < n) &&
@@ -954,7 +953,7 @@ DEVICE void topk_pieces(const float *row, int64_t n, int64_t part, int64_t parts
 DEVICE bool topk_filter(const float *row, int64_t n, int64_t part, int64_t parts, bool aligned,
                         unsigned *words, topk_item *candidates, int64_t capacity) {
   unsigned key = words[0], most = 0;
-  if (key != 0x80000000u && value_of(key) > -__builtin_inff())
+  if (value_of(key) > -__builtin_inff())
     topk_pieces<true>(row, n, part, parts, aligned, key, words, candidates, capacity, most);
   else
     topk_pieces<false>(row, n, part, parts, aligned, key, words, candidates, capacity, most);
