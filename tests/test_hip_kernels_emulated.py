@@ -185,8 +185,10 @@ def _scores(rng, queries, n, kind):
 
 
 def _counts(scratch, queries):
-    """Each row's candidate count (TOPK_REFERENCE where the row was selected whole)."""
-    return scratch.view(np.uint32)[: queries * TOPK_WORDS].reshape(queries, TOPK_WORDS)[:, 1]
+    """Each row's candidate count: the places its warps reserved less those they left unfilled
+    (0 where the row was selected whole)."""
+    words = scratch.view(np.uint32)[: queries * TOPK_WORDS].reshape(queries, TOPK_WORDS)
+    return np.where(words[:, 1] == 0xFFFFFFFF, 0, words[:, 4] - words[:, 5])
 
 
 def _assert_reference(scores, ids, values, k):
