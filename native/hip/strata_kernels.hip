@@ -782,13 +782,14 @@ DEVICE void topk_write(const TopkItems &items, int64_t count, int k, const float
   sync_block();
   for (unsigned i = k + t; i < width; i += STRATA_BLOCK) topk_picks[i] = 0;
   sync_block();
-  // Bitonic sort, descending.
+  // Bitonic sort, descending: each step orders the width / 2 pairs (i, i + stride), a pair a
+  // thread at a time.
   for (unsigned size = 2; size <= width; size *= 2) {
     for (unsigned stride = size / 2; stride > 0; stride /= 2) {
-      for (unsigned i = t; i < width; i += STRATA_BLOCK) {
-        unsigned j = i ^ stride;
+      for (unsigned pair = t; pair < width / 2; pair += STRATA_BLOCK) {
+        unsigned i = (pair & ~(stride - 1)) * 2 + (pair & (stride - 1)), j = i + stride;
         topk_item a = topk_picks[i], b = topk_picks[j];
-        if (j > i && (b > a) == ((i & size) == 0)) {
+        if ((b > a) == ((i & size) == 0)) {
           topk_picks[i] = b;
           topk_picks[j] = a;
         }
