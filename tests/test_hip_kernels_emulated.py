@@ -108,6 +108,9 @@ def test_expert_matvec_q8_0(emu, experts, tokens, k, rows, cols, kind):
 def _logits(rng, tokens, experts, kind):
     if kind == "ties":
         return rng.integers(0, 4, (tokens, experts)).astype(np.float32)
+    if kind == "zeros":  # -0 and +0 scattered, tying by id around the k-th pick
+        logits = rng.choice(np.float32([1, 0, -1]), (tokens, experts), p=[0.05, 0.5, 0.45])
+        return np.where((logits == 0) & (rng.random((tokens, experts)) < 0.5), -0.0, logits)
     logits = rng.standard_normal((tokens, experts), dtype=np.float32)
     if kind == "nan":
         logits[rng.random((tokens, experts)) < 0.1] = np.nan
@@ -128,8 +131,11 @@ def _logits(rng, tokens, experts, kind):
         (10, 200, 8, "nan"),  # eight experts a lane, or four a lane of two warps
         (7, 256, 32, "ties"),
         (5, 130, 20, "normal"),  # the second warp holds two experts
-        (12, 300, 8, "ties"),
-    ],  # more experts than the fast router holds in registers
+        (12, 300, 8, "ties"),  # more experts than the fast router holds in registers
+        (9, 64, 8, "zeros"),
+        (6, 200, 20, "zeros"),
+        (5, 300, 32, "zeros"),
+    ],
 )
 def test_router_topk(emu, variant, warps, tokens, experts, k, kind):
     """The reference's picks and weights, with a thread, a warp or (the grid giving two warps
