@@ -132,6 +132,9 @@ def test_expert_pairs_q8_0(emu, experts, tokens, k, rows, cols, split):
 def _logits(rng, tokens, experts, kind):
     if kind == "ties":
         return rng.integers(0, 4, (tokens, experts)).astype(np.float32)
+    if kind == "zeros":  # -0 and +0 scattered, tying by id around the k-th pick
+        logits = rng.choice(np.float32([1, 0, -1]), (tokens, experts), p=[0.05, 0.5, 0.45])
+        return np.where((logits == 0) & (rng.random((tokens, experts)) < 0.5), -0.0, logits)
     logits = rng.standard_normal((tokens, experts), dtype=np.float32)
     if kind == "nan":
         logits[rng.random((tokens, experts)) < 0.1] = np.nan
@@ -152,8 +155,11 @@ def _logits(rng, tokens, experts, kind):
         (10, 200, 8, "nan"),  # eight experts a lane, or four a lane of two warps
         (7, 256, 32, "ties"),
         (5, 130, 20, "normal"),  # the second warp holds two experts
-        (12, 300, 8, "ties"),
-    ],  # more experts than the fast router holds in registers
+        (12, 300, 8, "ties"),  # more experts than the fast router holds in registers
+        (9, 64, 8, "zeros"),
+        (6, 200, 20, "zeros"),
+        (5, 300, 32, "zeros"),
+    ],
 )
 def test_router_topk(emu, variant, warps, tokens, experts, k, kind):
     """The reference's picks and weights, with a thread, a warp or (the grid giving two warps
@@ -209,8 +215,10 @@ def _scores(rng, queries, n, kind):
 
 
 def _counts(scratch, queries):
-    """Each row's candidate count (TOPK_REFERENCE where the row was selected whole)."""
-    return scratch.view(np.uint32)[: queries * TOPK_WORDS].reshape(queries, TOPK_WORDS)[:, 1]
+    """Each row's candidate count: the places its warps reserved less those they left unfilled
+    (0 where the row was selected whole)."""
+    words = scratch.view(np.uint32)[: queries * TOPK_WORDS].reshape(queries, TOPK_WORDS)
+    return np.where(words[:, 1] == 0xFFFFFFFF, 0, words[:, 4] - words[:, 5])
 
 
 def _assert_reference(scores, ids, values, k):
@@ -278,18 +286,27 @@ def test_topk_selects_by_id_among_candidates_of_one_score(emu, variant):
     assert (_counts(scratch, 2) == 3000).all()
 
 
-@pytest.mark.parametrize("variant", ["register", "wide"])
-def test_topk_keeps_only_positive_zeros_at_a_key_of_zero(emu, variant):
-    """A row whose sample puts the key at +0 (its 200 zeros among the first 256 cells sampled),
-    with 100 cells of -0 after them: -0 ranks below +0, so the 200 are the only candidates, too
-    few, and the row is selected whole; the picks tie at zero by id as in the reference."""
+@pytest.mark.parametrize("variant", ["register", "wide", "old"])
+@pytest.mark.parametrize(
+    ("queries", "n", "k", "zeros"), [(1, 65536, 256, 3000), (256, 8192, 64, 600)]
+)
+def test_topk_ranks_minus_and_plus_zero_alike(emu, variant, queries, n, k, zeros):
+    """Rows of k / 4 positive cells, then zeros of either sign scattered over negative cells,
+    enough that the sample puts the key at zero: every zero is a candidate, and the k-th pick
+    falls among the zeros, which tie by id whatever their sign, as in the reference."""
     ffi, lib = emu
-    scores = np.full((1, 65536), -1.0, dtype=np.float32)
-    scores[0, :200] = 0.0
-    scores[0, 200:300] = -0.0
-    ids, values, scratch = _topk(ffi, lib, scores, 256, variant)
-    _assert_reference(scores, ids, values, 256)
-    assert _counts(scratch, 1)[0] == 200
+    rng = np.random.default_rng(queries + zeros)
+    scores = -1.0 - rng.random((queries, n), dtype=np.float32)
+    for row in scores:
+        chosen = rng.choice(n, k // 4 + zeros, replace=False)
+        row[chosen[: k // 4]] = 1.0 + rng.random(k // 4, dtype=np.float32)
+        row[chosen[k // 4 :]] = np.where(rng.random(zeros) < 0.5, -0.0, 0.0)
+    ids, values, scratch = _topk(ffi, lib, scores, k, variant)
+    _assert_reference(scores, ids, values, k)
+    picked = np.take_along_axis(scores, ids, axis=1)
+    np.testing.assert_array_equal(np.signbit(values), np.signbit(picked))
+    if variant != "old":
+        assert (_counts(scratch, queries) == k // 4 + zeros).all()
 
 
 @pytest.mark.parametrize("variant", ["register", "wide"])

@@ -114,10 +114,10 @@ DEVICE unsigned warp_min(unsigned value) {
 #endif
 
 // Scores as unsigned keys whose order is the float order; NaN ranks as -inf (and comes back
-// from value_of as -inf).
+// from value_of as -inf), -0 as +0.
 DEVICE unsigned order_key(float value) {
   if (value != value) value = -__builtin_inff();
-  unsigned bits = __builtin_bit_cast(unsigned, value);
+  unsigned bits = value == 0.0f ? 0u : __builtin_bit_cast(unsigned, value);
   return (bits & 0x80000000u) ? ~bits : bits | 0x80000000u;
 }
 
@@ -691,13 +691,15 @@ KERNEL void strata_router_topk(const float *logits, int64_t tokens, int64_t expe
 //   every parts-th piece of the row (TOPK_PIECE cells a thread, 16-byte loads where the row
 //   allows, the next piece loaded while one is kept), appends the cells at or above the key
 //   (compared as floats where the key's value ranks as the key does) to the row's candidates,
-//   each at the place one global atomic a warp gives it, and raises the row's largest kept
-//   key; the workgroup that finishes a row last selects among the row's candidates (the radix
-//   starting below the bytes that the key and that largest key share), or over the row itself
-//   where the key left fewer than k or more than the scratch holds.
-// scratch holds, per row, TOPK_WORDS words (the key, the candidate count or TOPK_REFERENCE, the
-// workgroups done, the largest candidate key), after all rows' words the candidates,
-// TOPK_CANDIDATES(k) items a row.
+//   each warp at places it reserves a chunk at a time (one global atomic a chunk, so that few
+//   pieces wait on one), and raises the row's largest kept key; the workgroup that finishes a
+//   row last selects among the row's candidates (the radix starting below the bytes that the
+//   key and that largest key share), or over the row itself where the key left fewer than k or
+//   more than the scratch holds.
+// scratch holds, per row, TOPK_WORDS words (the key, TOPK_REFERENCE where the row is selected
+// whole, the workgroups done, the largest candidate key, the places reserved, the places left
+// unfilled), after all rows' words the candidates, TOPK_CANDIDATES(k) items a row (a place
+// left unfilled holds 0, an item below every cell's).
 
 typedef unsigned long long topk_item;
 
@@ -707,7 +709,7 @@ typedef unsigned long long topk_item;
 #define TOPK_LOADS 8
 #define TOPK_SAMPLE_LAST_BIT 48
 #define TOPK_REFERENCE 0xffffffffu
-#define TOPK_WORDS 4
+#define TOPK_WORDS 6
 #define TOPK_CANDIDATES(k) (16 * (int64_t)(k) + 4096)
 #define TOPK_PIECE 16
 
@@ -826,13 +828,14 @@ DEVICE void topk_write(const TopkItems &items, int64_t count, int k, const float
   sync_block();
   for (unsigned i = k + t; i < width; i += STRATA_BLOCK) topk_picks[i] = 0;
   sync_block();
-  // Bitonic sort, descending.
+  // Bitonic sort, descending: each step orders the width / 2 pairs (i, i + stride), a pair a
+  // thread at a time.
   for (unsigned size = 2; size <= width; size *= 2) {
     for (unsigned stride = size / 2; stride > 0; stride /= 2) {
-      for (unsigned i = t; i < width; i += STRATA_BLOCK) {
-        unsigned j = i ^ stride;
+      for (unsigned pair = t; pair < width / 2; pair += STRATA_BLOCK) {
+        unsigned i = (pair & ~(stride - 1)) * 2 + (pair & (stride - 1)), j = i + stride;
         topk_item a = topk_picks[i], b = topk_picks[j];
-        if (j > i && (b > a) == ((i & size) == 0)) {
+        if ((b > a) == ((i & size) == 0)) {
           topk_picks[i] = b;
           topk_picks[j] = a;
         }
@@ -847,17 +850,18 @@ DEVICE void topk_write(const TopkItems &items, int64_t count, int k, const float
   }
 }
 
-// The k best of a row: among its `count` candidates where k <= count <= capacity (their keys
-// from key up to most), else over the row's n cells (TOPK_LOADS items a thread read before any
-// is counted, so that their loads overlap).
-DEVICE void topk_finish(const float *row, int64_t n, int k, unsigned count, int64_t capacity,
-                        const topk_item *candidates, unsigned key, unsigned most,
-                        int32_t *ids, float *values) {
+// The k best of a row: among the `places` items of its candidates where they hold at least k
+// cells (count) and the scratch holds them all (their keys from key up to most), else over the
+// row's n cells (TOPK_LOADS items a thread read before any is counted, so that their loads
+// overlap).
+DEVICE void topk_finish(const float *row, int64_t n, int k, unsigned count, unsigned places,
+                        int64_t capacity, const topk_item *candidates, unsigned key,
+                        unsigned most, int32_t *ids, float *values) {
   TopkItems items = {row, nullptr};
   int first = 56;
-  if (count >= (unsigned)k && count <= capacity) {
+  if (count >= (unsigned)k && places <= capacity) {
     items.candidates = candidates;
-    n = count;
+    n = places;
     first -= key == most ? 32 : 8 * (__builtin_clz(key ^ most) / 8);
   }
   unsigned t = thread_id();
@@ -901,16 +905,17 @@ DEVICE bool topk_sample(const float *row, int64_t n, int k, unsigned *words) {
   });
   if (t == 0) {
     words[0] = (unsigned)(topk_prefix >> 32);
-    words[1] = words[2] = words[3] = 0;
+    words[1] = words[2] = words[3] = words[4] = words[5] = 0;
   }
   return true;
 }
 
 // Stage 1: a workgroup's pieces of the row (TOPK_PIECE cells a thread, 16-byte loads where the
 // row allows; the next piece is loaded while this one is kept) at or above the row's key into
-// its candidates, a place for each from one global atomic a warp (a count past capacity stands
-// for more than the scratch holds), and the largest key kept into words[3]; true in the
-// workgroup that finished the row last, which then sees every candidate.
+// its candidates, at places each warp reserves in words[4] a chunk at a time (a count past
+// capacity stands for more than the scratch holds), those it leaves unfilled counted in
+// words[5], and the largest key kept into words[3]; true in the workgroup that finished the
+// row last, which then sees every candidate.
 typedef float float4v __attribute__((ext_vector_type(4)));
 
 struct TopkPiece {
@@ -927,8 +932,7 @@ DEVICE int64_t topk_cell(const TopkPiece &piece, int j) {
 }
 
 // A cell at or above the row's key: by value (one float compare) where the key's value ranks
-// cells as the key does (not at +0, which -0 would pass, nor at -inf, which NaN reaches), else
-// by key.
+// cells as the key does (not at -inf, which NaN reaches), else by key.
 template <bool by_value>
 DEVICE bool topk_kept(const TopkPiece &piece, int j, unsigned key, float limit, int64_t n) {
   return (piece.whole || topk_cell(piece, j) < n) &&
@@ -959,23 +963,40 @@ DEVICE void topk_load(TopkPiece &piece, const float *row, int64_t from, int64_t 
   }
 }
 
-// The piece's cells at or above key into the candidates; the largest key kept into most.
+// A warp's places in the row's candidates: [at, end) reserved and not yet filled, and how many
+// places it reserves at least at a time.
+struct TopkPlaces {
+  unsigned at, end, chunk;
+};
+
+// The piece's cells at or above key into the candidates, the places left reserved first; the
+// largest key kept into most.
 template <bool by_value>
 DEVICE void topk_keep(const TopkPiece &piece, int64_t n, unsigned key, float limit,
-                      unsigned *words, topk_item *candidates, int64_t capacity, unsigned &most) {
+                      unsigned *words, topk_item *candidates, int64_t capacity,
+                      TopkPlaces &places, unsigned &most) {
   unsigned passing = 0;
 #pragma unroll
   for (int j = 0; j < TOPK_PIECE; ++j) passing += topk_kept<by_value>(piece, j, key, limit, n);
-  unsigned total, at = warp_sum_below(passing, total), base = 0;
+  unsigned total, at = warp_sum_below(passing, total);
   if (!total) return;
-  if (warp_lane() == 0) base = __atomic_fetch_add(&words[1], total, __ATOMIC_RELAXED);
-  at += warp_max(base);
+  unsigned room = places.end - places.at, base = places.at, more = 0;
+  if (total <= room) {
+    places.at += total;
+  } else {
+    unsigned want = total - room > places.chunk ? total - room : places.chunk;
+    if (warp_lane() == 0) more = __atomic_fetch_add(&words[4], want, __ATOMIC_RELAXED);
+    more = warp_max(more);
+    places.at = more + total - room;
+    places.end = more + want;
+  }
 #pragma unroll
   for (int j = 0; j < TOPK_PIECE; ++j) {
     if (topk_kept<by_value>(piece, j, key, limit, n)) {
       unsigned cell_key = order_key(piece.cells[j]);
       most = cell_key > most ? cell_key : most;
-      if (at < capacity) candidates[at] = topk_item_of(piece.cells[j], topk_cell(piece, j));
+      unsigned place = at < room ? base + at : more + at - room;
+      if (place < capacity) candidates[place] = topk_item_of(piece.cells[j], topk_cell(piece, j));
       ++at;
     }
   }
@@ -984,7 +1005,7 @@ DEVICE void topk_keep(const TopkPiece &piece, int64_t n, unsigned key, float lim
 template <bool by_value>
 DEVICE void topk_pieces(const float *row, int64_t n, int64_t part, int64_t parts, bool aligned,
                         unsigned key, unsigned *words, topk_item *candidates, int64_t capacity,
-                        unsigned &most) {
+                        TopkPlaces &places, unsigned &most) {
   const int64_t per_piece = (int64_t)TOPK_PIECE * STRATA_BLOCK;
   int64_t pieces = (n + per_piece - 1) / per_piece;
   float limit = value_of(key);
@@ -992,20 +1013,30 @@ DEVICE void topk_pieces(const float *row, int64_t n, int64_t part, int64_t parts
   if (part < pieces) topk_load(piece, row, part * per_piece, n, aligned);
   for (int64_t p = part; p < pieces; p += parts) {
     if (p + parts < pieces) topk_load(next, row, (p + parts) * per_piece, n, aligned);
-    topk_keep<by_value>(piece, n, key, limit, words, candidates, capacity, most);
+    topk_keep<by_value>(piece, n, key, limit, words, candidates, capacity, places, most);
     piece = next;
   }
 }
 
-DEVICE bool topk_filter(const float *row, int64_t n, int64_t part, int64_t parts, bool aligned,
-                        unsigned *words, topk_item *candidates, int64_t capacity) {
+// A warp reserves at least half the places the sample aims at over its share of the row at a
+// time (at least one), so that the places it leaves unfilled stay below 2k a row.
+DEVICE bool topk_filter(const float *row, int64_t n, int k, int64_t part, int64_t parts,
+                        bool aligned, unsigned *words, topk_item *candidates, int64_t capacity) {
   unsigned key = words[0], most = 0;
-  if (key != 0x80000000u && value_of(key) > -__builtin_inff())
-    topk_pieces<true>(row, n, part, parts, aligned, key, words, candidates, capacity, most);
+  unsigned chunk = (unsigned)(2 * (int64_t)k / (parts * WARPS_PER_BLOCK));
+  TopkPlaces places = {0, 0, chunk ? chunk : 1};
+  if (value_of(key) > -__builtin_inff())
+    topk_pieces<true>(row, n, part, parts, aligned, key, words, candidates, capacity, places,
+                      most);
   else
-    topk_pieces<false>(row, n, part, parts, aligned, key, words, candidates, capacity, most);
+    topk_pieces<false>(row, n, part, parts, aligned, key, words, candidates, capacity, places,
+                       most);
+  for (unsigned i = places.at + warp_lane(); i < places.end && i < capacity; i += WARP)
+    candidates[i] = 0;
   most = warp_max(most);
   if (warp_lane() == 0 && most) __atomic_fetch_max(&words[3], most, __ATOMIC_RELAXED);
+  if (warp_lane() == 0 && places.end > places.at)
+    __atomic_fetch_add(&words[5], places.end - places.at, __ATOMIC_RELAXED);
   fence_device();
   sync_block();
   if (thread_id() == 0)
@@ -1031,14 +1062,17 @@ KERNEL_RESIDENT(4) void strata_topk(const float *scores, int64_t queries, int64_
   if (stage == 1) {
     if (words[1] == TOPK_REFERENCE) return;
     bool aligned = (unsigned long long)scores % 16 == 0 && stride % 4 == 0;
-    if (topk_filter(row, n, block_id() / queries, grid_size() / queries, aligned, words,
-                    candidates, capacity))
-      topk_finish(row, n, k, __atomic_load_n(&words[1], __ATOMIC_RELAXED), capacity, candidates,
-                  words[0], __atomic_load_n(&words[3], __ATOMIC_RELAXED), ids, values);
+    if (topk_filter(row, n, k, block_id() / queries, grid_size() / queries, aligned, words,
+                    candidates, capacity)) {
+      unsigned places = __atomic_load_n(&words[4], __ATOMIC_RELAXED);
+      topk_finish(row, n, k, places - __atomic_load_n(&words[5], __ATOMIC_RELAXED), places,
+                  capacity, candidates, words[0], __atomic_load_n(&words[3], __ATOMIC_RELAXED),
+                  ids, values);
+    }
     return;
   }
   if (stage == 0 && topk_sample(row, n, k, words)) return;
-  topk_finish(row, n, k, TOPK_REFERENCE, capacity, nullptr, 0, 0, ids, values);
+  topk_finish(row, n, k, TOPK_REFERENCE, TOPK_REFERENCE, capacity, nullptr, 0, 0, ids, values);
 }
 
 // ---------------------------------------------------------------------------------------

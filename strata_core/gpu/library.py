@@ -52,7 +52,7 @@ TOPK_PIECE_CELLS = BLOCK * 16
 #: workgroups of the top-k's filter stage over all rows, where the rows have the pieces for them
 TOPK_FILTER_BLOCKS = 1024
 #: unsigned words a row the top-k keeps in its scratch (TOPK_WORDS of the source)
-TOPK_WORDS = 4
+TOPK_WORDS = 6
 #: the read kernel's grid: enough blocks to fill any card, each thread several 16-byte words
 READ_WORDS_PER_THREAD = 8
 MAX_READ_BLOCKS = 4096
