@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import expert_cases
 import numpy as np
 import pytest
 from cli_runner import strata_core
@@ -23,6 +24,7 @@ from strata_core.gpu import abi
 from strata_core.gpu.library import VARIANTS, GpuKernels, start_check
 from strata_core.gpu.runtime import Card
 from strata_core.hip.runtime import HipError, HipRuntime
+from strata_core.host import reference
 from strata_core.plan.plan import RunSettings
 from strata_core.run import _run_child
 from strata_core.testing.sysfs import MI50, R9700, RX_7900_XTX, fake_gpu, write_sysfs
@@ -114,6 +116,30 @@ def test_the_launcher_packs_what_the_metadata_says(stand_in, tmp_path, monkeypat
     ]
     assert gemm[:3] == ["strata_prompt_gemm", "2", "256"]  # 3 x 3 WMMA tiles, 8 per block
     kernels.close()
+
+
+@pytest.mark.parametrize(
+    ("ids", "kernel"),
+    [([[5, 1, 3]], "strata_expert_pairs_q8_0"), ([[5, 1, 3], [2, 0, 4]], "strata_expert_pairs_q8_0"),
+     ([[5, 1, 3], [1, 0, 4]], "strata_expert_matvec_q8_0")],
+)  # fmt: skip
+def test_the_expert_step_runs_as_one_matvec_where_no_expert_is_named_twice(
+    emulating_stand_in, tmp_path, monkeypatch, ids, kernel
+):
+    """Pairs that each name their own expert run as one matvec over their rows; an expert two
+    pairs share runs the grouped step, which reads it once for both. Both as the host computes."""
+    launches = tmp_path / "launches"
+    monkeypatch.setenv("STAND_IN_LAUNCHES", str(launches))
+    runtime = HipRuntime([emulating_stand_in])
+    gpu = runtime.card(0)
+    kernels = GpuKernels(runtime, start_check("hip_rdna4", _library("hip_rdna4"), gpu), gpu)
+    qs, d, _, xq, xd = expert_cases.make(6, len(ids), 3, 37, 64, "router")
+    chosen = np.array(ids, dtype=np.int32)
+    y = kernels.expert_matvec_q8_0(qs, d, chosen, xq, xd)
+    kernels.close()
+    assert [line.split()[0] for line in launches.read_text().splitlines()] == [kernel]
+    want = reference.expert_matvec_q8_0(qs, d, chosen, xq, xd)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
 def test_timing_repeats_on_inputs_uploaded_once_behind_a_hold(stand_in, tmp_path, monkeypatch):

@@ -143,10 +143,11 @@ DEVICE bool ranks_before(unsigned key, int id, unsigned other_key, int other_id)
 
 #define MATVEC_ROWS 2
 #define MATVEC_UNROLL 2
-// The expert step's rows: 3 tokens a pass over a row, 2 blocks in flight a lane. On an H200
-// (large-moe's 256 experts of 2048 x 7168, k 8) 64 tokens read at 73% against 60-68% with
+// The grouped expert step's rows: 3 tokens a pass over a row, 2 blocks in flight a lane. On an
+// H200 (large-moe's 256 experts of 2048 x 7168, k 8) 64 tokens read at 73% against 60-68% with
 // 2 or 4 tokens a pass and 2 or 4 blocks, and 4 blocks for a lone token and these for the
-// rest (two paths in one kernel) 60%; one token 69-71% against 70-73%.
+// rest (two paths in one kernel) 60%; weights loaded past the L1 (ld.global.cs or
+// L1::no_allocate) 62-65%. One token runs expert_pairs_q8_0 (80% against 70% here).
 #define EXPERT_UNROLL 2
 #define EXPERT_TOKENS 3
 typedef int int4v __attribute__((ext_vector_type(4)));

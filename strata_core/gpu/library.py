@@ -390,7 +390,7 @@ class GpuKernels:
         }
         shape = {"k": k, "rows": rows, "cols": cols}
         pairs = tokens * k
-        if len(np.unique(inputs["ids"])) == pairs:
+        if len(np.unique(ids)) == pairs:
             self._run("expert_pairs_q8_0", matvec_grid(rows, cols, pairs), inputs, {"y": y},
                       {"pairs": pairs} | shape)  # fmt: skip
         else:
