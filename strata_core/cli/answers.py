@@ -310,7 +310,7 @@ def table_dict(check: TableCheck) -> Answer:
             "arch": table.arch,
             "version": table.version,
             "rows": len(table.rows),
-            "tuned": sum(row.tuned for row in table.rows),
+            "tuned": table.tuned_rows,
             "lookup_name": table.kind.file_name(table.arch, table.version),
             "forced_by": table.kind.variable,
         }

@@ -68,8 +68,8 @@ def run_table_check(args: argparse.Namespace) -> int:
         table = c.table
         print(
             f"{c.path}: ok: {table.kind.library} table for {table.arch}, version "
-            f"{table.version}, {len(table.rows)} rows ({sum(row.tuned for row in table.rows)} "
-            f"tuned){lookup_note(c.path, table)}"
+            f"{table.version}, {len(table.rows)} rows ({table.tuned_rows} tuned)"
+            f"{lookup_note(c.path, table)}"
         )
     for line in empty:
         print(line)

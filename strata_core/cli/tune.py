@@ -126,9 +126,8 @@ def write_table(target: Path, text: str, taken_by: str) -> int:
         sys.stdout.write(text)
         log.warning("tune: the table could not be written; it is on stdout instead")
         raise
-    tuned = sum(row.tuned for row in table.rows)
     how = lookup_note(target, table) or taken_by
-    log.info(f"tune: wrote {len(table.rows)} rows ({tuned} tuned) to {target}{how}")
+    log.info(f"tune: wrote {len(table.rows)} rows ({table.tuned_rows} tuned) to {target}{how}")
     return 0
 
 

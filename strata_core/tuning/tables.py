@@ -55,6 +55,11 @@ class Table:
     meta: dict[str, str] = attrs.field(factory=dict)
     path: Path | None = None
 
+    @property
+    def tuned_rows(self) -> int:
+        """How many rows name a winner."""
+        return sum(row.tuned for row in self.rows)
+
     def solutions(self) -> dict[tuple[Any, ...], str]:
         """Shape key -> solution, for the rows that name a winner."""
         return {row.key: row.solution for row in self.rows if row.tuned}
