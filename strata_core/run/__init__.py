@@ -94,7 +94,7 @@ def run_workload(plan: Plan, backend: str) -> RunOutcome:
     on the way is logged as it comes and kept in the outcome."""
     said: list[str] = []
 
-    def say(line: str) -> None:
+    def note(line: str) -> None:
         said.append(line)
         log.info(line, kind="note")
 
@@ -102,8 +102,8 @@ def run_workload(plan: Plan, backend: str) -> RunOutcome:
         try:
             return run_on_gpu(plan)
         except NoGpuRun as why:
-            say(f"{why}; the host backend runs the workload")
-    return attrs.evolve(run_on_host(plan, say), said=tuple(said))
+            note(f"{why}; the host backend runs the workload")
+    return attrs.evolve(run_on_host(plan, note), said=tuple(said))
 
 
 def _settings(plan: Plan) -> tuple[RunSettings, HostRun]:
@@ -315,8 +315,8 @@ class HostReference:
         return self.lib.topk(scores, k, self.choices["topk"].variant)
 
 
-def run_on_host(plan: Plan, say: Callable[[str], None]) -> RunOutcome:
-    """The workload on the host kernel library; ``say`` takes the notes said on the way."""
+def run_on_host(plan: Plan, note: Callable[[str], None]) -> RunOutcome:
+    """The workload on the host kernel library; ``note`` takes the notes said on the way."""
     from ..host import reference
     from ..host.gemm import PromptGemm
     from ..tuning.dispatch import TunedDispatch
@@ -325,7 +325,7 @@ def run_on_host(plan: Plan, say: Callable[[str], None]) -> RunOutcome:
     lib, threads = _host_library(settings, host)
     table = host.tuning
     for line in table.log:
-        say(line)
+        note(line)
     verbose = plan.verbose("hipblaslt")
     dispatch = TunedDispatch(table.loaded, "host BLAS", verbose=verbose)
     read_gbs = read_bandwidth(lib.read_bytes)
@@ -343,7 +343,7 @@ def run_on_host(plan: Plan, say: Callable[[str], None]) -> RunOutcome:
         "the host kernel library",
     )
     if verbose:
-        say(dispatch.summary())
+        note(dispatch.summary())
     facts = HostFacts(lib.path, lib.isa, threads, read_gbs, settings.workload.name, table)
     return RunOutcome("host", facts, KernelReports(reports, read_gbs))
 

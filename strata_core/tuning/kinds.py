@@ -36,13 +36,14 @@ class Kind:
         return tuple(values[column] for column in self.key)
 
 
-_GEMM_COLUMNS = ("T", "N", "K", "dtype", "op", "solution", "default_us", "best_us")
+_GEMM_KEY = ("T", "N", "K", "dtype", "op")
+_GEMM_COLUMNS = (*_GEMM_KEY, "solution", "default_us", "best_us")
 HIPBLASLT = Kind(
     "hipblaslt",
     "hipBLASLt",
     "STRATA_HIPBLASLT_TUNING_V1",
     _GEMM_COLUMNS,
-    ("T", "N", "K", "dtype", "op"),
+    _GEMM_KEY,
     r"gfx[0-9a-f]+",
     r"\d{5,6}",
     variable="STRATA_HIPBLASLT_TUNING",
@@ -62,7 +63,7 @@ HOST = Kind(
     "host BLAS",
     "STRATA_HOST_TUNING_V1",
     _GEMM_COLUMNS,
-    ("T", "N", "K", "dtype", "op"),
+    _GEMM_KEY,
     r"x86-64(-v[234])?|aarch64|\w+",
     r"\S+",
     OP_PATTERN,
@@ -74,7 +75,7 @@ CUBLASLT = Kind(
     "cuBLASLt",
     "STRATA_CUBLASLT_TUNING_V1",
     _GEMM_COLUMNS,
-    ("T", "N", "K", "dtype", "op"),
+    _GEMM_KEY,
     r"sm_\d+",
     r"\d{5,6}",
     r"\d+(:\d+){8}",
