@@ -69,7 +69,6 @@ class Detected:
         return (*self.manager.problems, *self.found.problems, *self.problems)
 
 
-
 def detection_context(request: PlanRequest) -> DetectionContext:
     """The detection context for the request's sysfs root, HIP probe choice and environment."""
     env = request.env
