@@ -143,11 +143,13 @@ DEVICE bool ranks_before(unsigned key, int id, unsigned other_key, int other_id)
 
 #define MATVEC_ROWS 2
 #define MATVEC_UNROLL 2
-// The grouped expert step's rows: 3 tokens a pass over a row, 2 blocks in flight a lane. On an
-// H200 (large-moe's 256 experts of 2048 x 7168, k 8) 64 tokens read at 73% against 60-68% with
-// 2 or 4 tokens a pass and 2 or 4 blocks, and 4 blocks for a lone token and these for the
-// rest (two paths in one kernel) 60%; weights loaded past the L1 (ld.global.cs or
-// L1::no_allocate) 62-65%. One token runs expert_pairs_q8_0 (80% against 70% here).
+// The grouped expert step's rows: EXPERT_WARP_ROWS rows a warp, EXPERT_TOKENS tokens a pass
+// over them, EXPERT_UNROLL blocks of each row in flight a lane. On an H200 (large-moe's 256
+// experts of 2048 x 7168, k 8; 64 tokens, 221-232 experts read) 2 rows x 3 tokens x 2 blocks
+// read at 77-78% against 71-72% with one row a warp (3 x 2; 74% with 3 x 1), 73-77% with 2 x 2,
+// 2 x 4 or 3 x 1, 68-70% with 4 rows a warp and 62-64% with one token a pass. One token runs
+// expert_pairs_q8_0.
+#define EXPERT_WARP_ROWS 2
 #define EXPERT_UNROLL 2
 #define EXPERT_TOKENS 3
 typedef int int4v __attribute__((ext_vector_type(4)));
@@ -156,28 +158,39 @@ DEVICE int dot16(int4v w, int4v a, int acc) {
   return dot4(w.w, a.w, dot4(w.z, a.z, dot4(w.y, a.y, dot4(w.x, a.x, acc))));
 }
 
-// The dot products of one weight row with the activations of count (1..TOKENS) tokens
-// (token t's at xq + tokens[t] * cols, xd + tokens[t] * cols / 32), summed over the warp:
-// every lane returns them in sums. The row's weights are read once for all of them.
-template <int TOKENS>
-DEVICE void q8_row_dots(const int8_t *qs_row, const _Float16 *d_row, const int8_t *xq,
-                        const float *xd, const int *tokens, int count, int64_t cols,
-                        float *sums) {
+// The dot products of weight rows first .. first + ROWS - 1 (the last row again from `last`
+// on) with the activations of count (1..TOKENS) tokens (token t's at xq + tokens[t] * cols,
+// xd + tokens[t] * cols / 32), summed over the warp: every lane returns them in sums[row][t].
+// Each weight row is read once for all of them, and each activation load serves every row.
+template <int ROWS, int TOKENS>
+DEVICE void q8_row_dots(const int8_t *qs, const _Float16 *d, int64_t first, int64_t last,
+                        const int8_t *xq, const float *xd, const int *tokens, int count,
+                        int64_t cols, float (*sums)[TOKENS]) {
   int64_t blocks = cols / STRATA_Q8_BLOCK;
-  const int4v *w = (const int4v *)qs_row;
-  float acc[TOKENS];
+  const int4v *w[ROWS];
+  const _Float16 *scales[ROWS];
+  float acc[ROWS][TOKENS];
 #pragma unroll
-  for (int t = 0; t < TOKENS; ++t) acc[t] = 0.0f;
+  for (int r = 0; r < ROWS; ++r) {
+    int64_t row = first + r < last ? first + r : last - 1;
+    w[r] = (const int4v *)(qs + row * cols);
+    scales[r] = d + row * blocks;
+#pragma unroll
+    for (int t = 0; t < TOKENS; ++t) acc[r][t] = 0.0f;
+  }
   for (int64_t base = warp_lane(); base < blocks; base += WARP * EXPERT_UNROLL) {
-    int4v low[EXPERT_UNROLL], high[EXPERT_UNROLL];
-    float scale[EXPERT_UNROLL];
+    int4v low[ROWS][EXPERT_UNROLL], high[ROWS][EXPERT_UNROLL];
+    float scale[ROWS][EXPERT_UNROLL];
 #pragma unroll
     for (int u = 0; u < EXPERT_UNROLL; ++u) {
       int64_t b = base + (int64_t)WARP * u;
       bool in = b < blocks;
-      low[u] = in ? w[2 * b] : (int4v)0;
-      high[u] = in ? w[2 * b + 1] : (int4v)0;
-      scale[u] = in ? (float)d_row[b] : 0.0f;
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r) {
+        low[r][u] = in ? w[r][2 * b] : (int4v)0;
+        high[r][u] = in ? w[r][2 * b + 1] : (int4v)0;
+        scale[r][u] = in ? (float)scales[r][b] : 0.0f;
+      }
     }
 #pragma unroll
     for (int t = 0; t < TOKENS; ++t) {
@@ -187,17 +200,23 @@ DEVICE void q8_row_dots(const int8_t *qs_row, const _Float16 *d_row, const int8_
 #pragma unroll
       for (int u = 0; u < EXPERT_UNROLL; ++u) {
         int64_t b = base + (int64_t)WARP * u;
-        if (b < blocks)
-          acc[t] += scale[u] * a_scale[b] * (float)dot16(high[u], a[2 * b + 1],
-                                                         dot16(low[u], a[2 * b], 0));
+        if (b >= blocks) break;
+        int4v a0 = a[2 * b], a1 = a[2 * b + 1];
+        float s = a_scale[b];
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r)
+          acc[r][t] += scale[r][u] * s * (float)dot16(high[r][u], a1, dot16(low[r][u], a0, 0));
       }
     }
   }
 #pragma unroll
   for (int t = 0; t < TOKENS; ++t) {
     if (t >= count) break;
-    for (int mask = WARP / 2; mask > 0; mask /= 2) acc[t] += warp_xor(acc[t], mask);
-    sums[t] = acc[t];
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+      for (int mask = WARP / 2; mask > 0; mask /= 2) acc[r][t] += warp_xor(acc[r][t], mask);
+      sums[r][t] = acc[r][t];
+    }
   }
 }
 
@@ -312,8 +331,8 @@ KERNEL void strata_matvec_q8_0(const int8_t *qs, const _Float16 *d, const int8_t
 // y[p][rows] = expert ids[p]'s rows . token's activations. Workgroup g * chunks + c takes rows
 // c * EXPERT_ROWS .. of the g-th distinct expert the ids name (in expert order: each workgroup
 // finds it from a bitmap of the named experts), gathers the pairs that chose it and reads each
-// of its rows once for up to EXPERT_TOKENS of them at a time; workgroups past the distinct
-// count end at once. Pairs are gathered EXPERT_PAIRS at a time (a round each).
+// of its rows once for up to EXPERT_TOKENS of them at a time, EXPERT_WARP_ROWS rows a warp;
+// workgroups past the distinct count end at once. Pairs are gathered EXPERT_PAIRS at a time (a round each).
 
 #define EXPERT_ROWS 64
 #define EXPERT_PAIRS (4 * STRATA_BLOCK)
@@ -323,24 +342,29 @@ SHARED int expert_pairs[EXPERT_PAIRS];
 SHARED unsigned expert_pair_count;
 SHARED int expert_chosen;
 
-// Row `row` of the expert for the count pairs gathered in expert_pairs, EXPERT_TOKENS at a time.
-DEVICE void expert_row(const int8_t *expert_qs, const _Float16 *expert_d, int64_t row,
-                       const int8_t *xq, const float *xd, float *y, int count, int k,
-                       int64_t rows, int64_t cols) {
-  int64_t blocks = cols / STRATA_Q8_BLOCK;
-  for (int first = 0; first < count; first += EXPERT_TOKENS) {
-    int taken = count - first < EXPERT_TOKENS ? count - first : EXPERT_TOKENS;
+// Rows first .. first + EXPERT_WARP_ROWS - 1 (up to last) of the expert for the count pairs
+// gathered in expert_pairs, EXPERT_TOKENS at a time.
+DEVICE void expert_rows(const int8_t *expert_qs, const _Float16 *expert_d, int64_t first,
+                        int64_t last, const int8_t *xq, const float *xd, float *y, int count,
+                        int k, int64_t rows, int64_t cols) {
+  for (int from = 0; from < count; from += EXPERT_TOKENS) {
+    int taken = count - from < EXPERT_TOKENS ? count - from : EXPERT_TOKENS;
     int token[EXPERT_TOKENS];
-    float sums[EXPERT_TOKENS];
+    float sums[EXPERT_WARP_ROWS][EXPERT_TOKENS];
 #pragma unroll
     for (int t = 0; t < EXPERT_TOKENS; ++t)
-      token[t] = expert_pairs[first + (t < taken ? t : 0)] / k;
-    q8_row_dots<EXPERT_TOKENS>(expert_qs + row * cols, expert_d + row * blocks, xq, xd, token,
-                               taken, cols, sums);
+      token[t] = expert_pairs[from + (t < taken ? t : 0)] / k;
+    q8_row_dots<EXPERT_WARP_ROWS, EXPERT_TOKENS>(expert_qs, expert_d, first, last, xq, xd, token,
+                                                taken, cols, sums);
     if (warp_lane() == 0) {
 #pragma unroll
-      for (int t = 0; t < EXPERT_TOKENS; ++t)
-        if (t < taken) y[(int64_t)expert_pairs[first + t] * rows + row] = sums[t];
+      for (int t = 0; t < EXPERT_TOKENS; ++t) {
+        if (t >= taken) break;
+        float *out = y + (int64_t)expert_pairs[from + t] * rows;
+#pragma unroll
+        for (int r = 0; r < EXPERT_WARP_ROWS; ++r)
+          if (first + r < last) out[first + r] = sums[r][t];
+      }
     }
   }
 }
@@ -391,9 +415,9 @@ KERNEL void strata_expert_matvec_q8_0(const int8_t *qs, const _Float16 *d, const
         expert_pairs[__atomic_fetch_add(&expert_pair_count, 1u, __ATOMIC_RELAXED)] = (int)p;
     sync_block();
     int count = (int)expert_pair_count;
-    for (int64_t row = first_row + thread_id() / WARP; row < last_row; row += WARPS_PER_BLOCK) {
-      expert_row(expert_qs, expert_d, row, xq, xd, y, count, k, rows, cols);
-    }
+    for (int64_t row = first_row + thread_id() / WARP * EXPERT_WARP_ROWS; row < last_row;
+         row += WARPS_PER_BLOCK * EXPERT_WARP_ROWS)
+      expert_rows(expert_qs, expert_d, row, last_row, xq, xd, y, count, k, rows, cols);
     sync_block();
   }
 }
