@@ -332,7 +332,8 @@ KERNEL void strata_matvec_q8_0(const int8_t *qs, const _Float16 *d, const int8_t
 // c * EXPERT_ROWS .. of the g-th distinct expert the ids name (in expert order: each workgroup
 // finds it from a bitmap of the named experts), gathers the pairs that chose it and reads each
 // of its rows once for up to EXPERT_TOKENS of them at a time, EXPERT_WARP_ROWS rows a warp;
-// workgroups past the distinct count end at once. Pairs are gathered EXPERT_PAIRS at a time (a round each).
+// workgroups past the distinct count end at once. Pairs are gathered EXPERT_PAIRS at a time (a
+// round each).
 
 #define EXPERT_ROWS 64
 #define EXPERT_PAIRS (4 * STRATA_BLOCK)
