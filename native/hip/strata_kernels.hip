@@ -147,8 +147,8 @@ DEVICE bool ranks_before(unsigned key, int id, unsigned other_key, int other_id)
 // over them, EXPERT_UNROLL blocks of each row in flight a lane. On an H200 (large-moe's 256
 // experts of 2048 x 7168, k 8; 64 tokens, 221-232 experts read) 2 rows x 3 tokens x 2 blocks
 // read at 77-78% against 71-72% with one row a warp (3 x 2; 74% with 3 x 1), 73-77% with 2 x 2,
-// 2 x 4 or 3 x 1, 68-70% with 4 rows a warp and 62-64% with one token a pass. One token runs
-// expert_pairs_q8_0.
+// 2 x 4 or 3 x 1, 68-70% with 4 rows a warp and 62-64% with one token a pass; its registers
+// capped for three workgroups an SM, 57%. One token runs expert_pairs_q8_0.
 #define EXPERT_WARP_ROWS 2
 #define EXPERT_UNROLL 2
 #define EXPERT_TOKENS 3
