@@ -3,6 +3,8 @@ blocks, each int8 values times one scale."""
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import numpy as np
 
 from .errors import StrataError
@@ -28,7 +30,16 @@ def quantize_vector(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return qs[0], d[0].astype(np.float32)
 
 
-def check_matvec_shapes(qs: np.ndarray, d: np.ndarray, xq: np.ndarray, xd: np.ndarray) -> None:
+class Shaped(Protocol):
+    """What the shape checks read of weights: a numpy array's, or those of a copy on a card."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+    @property
+    def ndim(self) -> int: ...
+
+
+def check_matvec_shapes(qs: Shaped, d: Shaped, xq: Shaped, xd: Shaped) -> None:
     """Refuse weights, scales and activations that are not one Q8_0 matrix-vector product."""
     rows, cols = qs.shape
     fits = cols % BLOCK == 0 and d.shape == (rows, cols // BLOCK)
@@ -38,9 +49,7 @@ def check_matvec_shapes(qs: np.ndarray, d: np.ndarray, xq: np.ndarray, xd: np.nd
         )
 
 
-def check_expert_shapes(
-    qs: np.ndarray, d: np.ndarray, ids: np.ndarray, xq: np.ndarray, xd: np.ndarray
-) -> None:
+def check_expert_shapes(qs: Shaped, d: Shaped, ids: np.ndarray, xq: Shaped, xd: Shaped) -> None:
     """Refuse experts' weights and scales, the router's ids (tokens x k, each naming one of
     the experts) and per-token activations that are not one MoE expert step."""
     shapes = f"{qs.shape}, {d.shape}, {ids.shape}, {xq.shape}, {xd.shape}"

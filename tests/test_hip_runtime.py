@@ -18,16 +18,20 @@ from cli_runner import strata_core
 from test_hip_probe import needs_debian_hip
 
 from strata_core.api.manager import PluginManager
-from strata_core.api.records import KernelLibrary, Workload
+from strata_core.api.records import KernelChoice, KernelLibrary, Workload
 from strata_core.errors import StrataError
 from strata_core.gpu import abi
 from strata_core.gpu.library import VARIANTS, GpuKernels, start_check
 from strata_core.gpu.runtime import Card
 from strata_core.hip.runtime import HipError, HipRuntime
 from strata_core.host import reference
+from strata_core.host.library import HostLibrary
+from strata_core.plan import profile
 from strata_core.plan.plan import RunSettings
-from strata_core.run import _run_child
+from strata_core.run import HostReference, _run_child, workload
+from strata_core.run.gpu_backend import KernelGemm
 from strata_core.testing.sysfs import MI50, R9700, RX_7900_XTX, fake_gpu, write_sysfs
+from strata_core.tuning.dispatch import TunedDispatch
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -140,6 +144,52 @@ def test_the_expert_step_runs_as_one_matvec_where_no_expert_is_named_twice(
     assert [line.split()[0] for line in launches.read_text().splitlines()] == [kernel]
     want = reference.expert_matvec_q8_0(qs, d, chosen, xq, xd)
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+def test_a_run_uploads_its_weights_once_and_each_call_its_activations(
+    emulating_stand_in, monkeypatch
+):
+    """The workload keeps every weight array on the card before its first call: each goes up
+    once however many calls read it, and the results are still the host backend's."""
+    runtime = HipRuntime([emulating_stand_in])
+    gpu = runtime.card(0)
+    kernels = GpuKernels(runtime, start_check("hip_rdna4", _library("hip_rdna4"), gpu), gpu)
+    uploaded = []
+    upload = runtime.upload
+    monkeypatch.setattr(runtime, "upload", lambda *args: (uploaded.append(args[1]), upload(*args)))
+    inputs = workload.make_inputs(profile.load(TINY))
+    gemm = KernelGemm(kernels, inputs.w)
+    choices = {
+        op: KernelChoice(op, variant, "test")
+        for op, variant in (("matvec_q8_0", "v_dot4_i32_iu8"), ("router_topk", "fast"),
+                            ("topk", "register"), ("topk_prompt", "wide"),
+                            ("prompt_gemm", "wmma"))
+    }  # fmt: skip
+    results = workload.execute(
+        kernels, gemm, workload.wall_clock, inputs, choices, TunedDispatch(None, "strata GEMM")
+    )
+    kernels.close()
+    for weights in (inputs.qs, inputs.d, inputs.expert_qs, inputs.expert_d, gemm.wt):
+        assert sum(np.shares_memory(array, weights) for array in uploaded) == 1
+    calls = {op: sum(call.op == op for call in inputs.calls) for op in ("matvec_q8_0",
+                                                                        "expert_matvec_q8_0")}
+    assert min(calls.values()) > 1
+    reports = workload.check(
+        inputs, results, choices, HostReference(HostLibrary(), choices), gemm, "the host", "it"
+    )
+    assert reports["matvec_q8_0"].checked == calls["matvec_q8_0"]
+
+
+def test_an_array_kept_as_another_dtype_is_refused_in_one_line(stand_in):
+    runtime = HipRuntime([stand_in])
+    gpu = runtime.card(0)
+    kernels = GpuKernels(runtime, start_check("hip_rdna4", _library("hip_rdna4"), gpu), gpu)
+    qs = kernels.keep(np.zeros((4, 64), np.int16))
+    with pytest.raises(StrataError) as refused:
+        kernels.matvec_q8_0(qs, np.zeros((4, 2), np.float16), np.zeros(64, np.int8),
+                            np.zeros(2, np.float32))  # fmt: skip
+    kernels.close()
+    assert str(refused.value) == "matvec_q8_0: qs is kept on the card as int16; it takes int8"
 
 
 def test_timing_repeats_on_inputs_uploaded_once_behind_a_hold(stand_in, tmp_path, monkeypatch):

@@ -10,6 +10,7 @@ import statistics
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import attrs
 import numpy as np
 
 from .. import archdb
@@ -191,6 +192,37 @@ class Launch:
         self.runtime.launch(self.function, self.grid, BLOCK, self.extra, self.stream, self.op)
 
 
+@attrs.frozen(eq=False)
+class OnCard:
+    """A copy of an array in the card's memory, made once by GpuKernels.keep: every operation
+    handed it in place of the array reads the copy, until that GpuKernels closes."""
+
+    pointer: Any
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+    nbytes: int
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+
+def _inputs(op: str, arrays: dict[str, tuple[Any, Any]]) -> dict[str, np.ndarray | OnCard]:
+    """An operation's inputs (name: array and its dtype) as they are launched on: a copy on the
+    card as it is, else a contiguous array of the dtype to upload."""
+    inputs: dict[str, np.ndarray | OnCard] = {}
+    for name, (array, dtype) in arrays.items():
+        if not isinstance(array, OnCard):
+            inputs[name] = np.ascontiguousarray(array, dtype)
+        elif array.dtype == np.dtype(dtype):
+            inputs[name] = array
+        else:
+            raise StrataError(
+                f"{op}: {name} is kept on the card as {array.dtype}; it takes {np.dtype(dtype)}"
+            )
+    return inputs
+
+
 def _blocks(items: int, per_block: int) -> int:
     return max(1, -(-items // per_block))
 
@@ -263,8 +295,18 @@ class GpuKernels:
             [self._kernel(*self._read_launch(hold_bytes, keep))] if hold_bytes else []
         )
 
+    def keep(self, array: Any) -> OnCard:
+        """A copy of ``array`` on the card for every operation to read in its place (weights
+        that calls share), held until close."""
+        array = np.ascontiguousarray(array)
+        pointer = self.runtime.malloc(array.nbytes)
+        self._held.append(pointer)
+        self.runtime.upload(pointer, array, self.stream)
+        self.runtime.synchronize(self.stream)
+        return OnCard(pointer, array.shape, array.dtype, array.nbytes)
+
     def close(self) -> None:
-        """Release the stream, the events and the module."""
+        """Release the stream, the events, the copies kept on the card and the module."""
         self.runtime.destroy_event(self.start)
         self.runtime.destroy_event(self.stop)
         self.runtime.destroy_stream(self.stream)
@@ -318,17 +360,21 @@ class GpuKernels:
     def run_timed(
         self,
         launch_at: Callable[[dict[str, int]], Callable[[], None]],
-        inputs: dict[str, np.ndarray],
+        inputs: dict[str, np.ndarray | OnCard],
         outputs: dict[str, np.ndarray],
     ) -> None:
-        """Upload ``inputs``, time the launch ``launch_at(addresses)`` gives (the buffers'
-        device addresses by name; made before the clock starts) as the library's own kernels
-        are timed, and download ``outputs``."""
+        """Upload ``inputs`` (but those kept on the card), time the launch
+        ``launch_at(addresses)`` gives (the buffers' device addresses by name; made before the
+        clock starts) as the library's own kernels are timed, and download ``outputs``."""
         rt = self.runtime
         with self._allocations() as take:
-            pointers = {name: take(array.nbytes) for name, array in {**inputs, **outputs}.items()}
+            pointers = {name: take(array.nbytes) for name, array in outputs.items()}
             for name, array in inputs.items():
-                rt.upload(pointers[name], array, self.stream)
+                if isinstance(array, OnCard):
+                    pointers[name] = array.pointer
+                else:
+                    pointers[name] = take(array.nbytes)
+                    rt.upload(pointers[name], array, self.stream)
             launch = launch_at({n: rt.address(p) for n, p in pointers.items()})
             downloads = [(array, pointers[name]) for name, array in outputs.items()]
             self.seconds = self._timed([launch], downloads)
@@ -342,8 +388,8 @@ class GpuKernels:
         self,
         op: str,
         grid: int,
-        inputs: dict[str, Any],
-        outputs: dict[str, Any],
+        inputs: dict[str, np.ndarray | OnCard],
+        outputs: dict[str, np.ndarray],
         scalars: dict[str, Any],
     ) -> None:
         kernel = self.code.kernel(op)
@@ -357,12 +403,11 @@ class GpuKernels:
         check_matvec_shapes(qs, d, xq, xd)
         rows, cols = qs.shape
         y = np.empty(rows, dtype=np.float32)
-        inputs = {
-            "qs": np.ascontiguousarray(qs, np.int8),
-            "d": np.ascontiguousarray(d, np.float16),
-            "xq": np.ascontiguousarray(xq, np.int8),
-            "xd": np.ascontiguousarray(xd, np.float32),
-        }
+        inputs = _inputs(
+            "matvec_q8_0",
+            {"qs": (qs, np.int8), "d": (d, np.float16), "xq": (xq, np.int8),
+             "xd": (xd, np.float32)},
+        )  # fmt: skip
         self._run("matvec_q8_0", matvec_grid(rows, cols), inputs, {"y": y},
                   {"rows": rows, "cols": cols})  # fmt: skip
         return y
@@ -381,13 +426,11 @@ class GpuKernels:
                 f"{EXPERT_MAX_EXPERTS}"
             )
         y = np.empty((tokens, k, rows), dtype=np.float32)
-        inputs = {
-            "qs": np.ascontiguousarray(qs, np.int8),
-            "d": np.ascontiguousarray(d, np.float16),
-            "ids": np.ascontiguousarray(ids, np.int32),
-            "xq": np.ascontiguousarray(xq, np.int8),
-            "xd": np.ascontiguousarray(xd, np.float32),
-        }
+        inputs = _inputs(
+            "expert_matvec_q8_0",
+            {"qs": (qs, np.int8), "d": (d, np.float16), "ids": (ids, np.int32),
+             "xq": (xq, np.int8), "xd": (xd, np.float32)},
+        )  # fmt: skip
         shape = {"k": k, "rows": rows, "cols": cols}
         pairs = tokens * k
         if len(np.unique(ids)) == pairs:
@@ -468,9 +511,6 @@ class GpuKernels:
         c = np.empty((m, n), dtype=np.float32)
         tiles = _blocks(m, TILE) * _blocks(n, TILE)
         grid = _blocks(tiles, WARPS_PER_BLOCK) if wmma else tiles
-        inputs = {
-            "a": np.ascontiguousarray(a, np.float16),
-            "w": np.ascontiguousarray(wt, np.float16),
-        }
+        inputs = _inputs("prompt_gemm", {"a": (a, np.float16), "w": (wt, np.float16)})
         self._run("prompt_gemm", grid, inputs, {"c": c}, {"m": m, "n": n, "k": k})
         return c

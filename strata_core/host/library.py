@@ -58,6 +58,10 @@ class HostLibrary:
     def set_threads(self, threads: int) -> int:
         return int(self.lib.strata_set_threads(threads))
 
+    def keep(self, array: np.ndarray) -> np.ndarray:
+        """The array itself: the host's kernels read it where it is."""
+        return array
+
     def matvec_q8_0(
         self, qs: np.ndarray, d: np.ndarray, xq: np.ndarray, xd: np.ndarray
     ) -> np.ndarray:

@@ -14,7 +14,7 @@ from ..blas.gemm import BlasGemm, GemmShape
 from ..blas.open import open_blas
 from ..errors import NoGpuRun, StrataError
 from ..gpu.backends import BACKENDS, load_runtime
-from ..gpu.library import GpuKernels, start_check
+from ..gpu.library import GpuKernels, OnCard, start_check
 from ..gpu.runtime import Card
 from ..tuning.libraries import PATHS
 from ..tuning.tables import DEFAULT
@@ -34,17 +34,17 @@ class HalfGemm:
 
 class KernelGemm(HalfGemm):
     """The prompt GEMM on the kernel library's own GEMM (STRATA_PF_GEMM's stand-in), over one
-    weight matrix kept as half N x K. It has one solution and takes no table."""
+    weight matrix kept on the card as half N x K. It has one solution and takes no table."""
 
     def __init__(self, gpu: GpuKernels, w: np.ndarray) -> None:
         super().__init__(w)
-        self.gpu = gpu
+        self.gpu, self.on_card = gpu, gpu.keep(self.wt)
 
     def table_key(self, tokens: int) -> tuple[Any, ...]:
         return (tokens, *self.wt.shape)
 
     def __call__(self, x: np.ndarray, solution: str = DEFAULT) -> np.ndarray:
-        return self.gpu.prompt_gemm(x.astype(np.float16), self.wt)
+        return self.gpu.prompt_gemm(x.astype(np.float16), self.on_card)
 
     def close(self) -> None:
         pass
@@ -56,7 +56,7 @@ class BlasPromptGemm(HalfGemm):
     def __init__(self, gpu: GpuKernels, blas: BlasGemm, w: np.ndarray) -> None:
         super().__init__(w)
         self.gpu, self.blas = gpu, blas
-        self.weights = self.wt if blas.dtype == "f16" else self.wt.astype(np.float32)
+        self.weights = gpu.keep(self.wt if blas.dtype == "f16" else self.wt.astype(np.float32))
         self.warm: set[tuple[GemmShape, str]] = set()
 
     def shape(self, tokens: int) -> GemmShape:
@@ -77,7 +77,8 @@ class BlasPromptGemm(HalfGemm):
         def launch_at(at: dict[str, int]) -> Callable[[], None]:
             return self.blas.launcher(shape, solution, at["x"], at["w"], at["y"], stream)
 
-        inputs = {"x": x.astype(self.weights.dtype), "w": self.weights}
+        x_as_w = x.astype(self.weights.dtype)
+        inputs: dict[str, np.ndarray | OnCard] = {"x": x_as_w, "w": self.weights}
         for _ in range(1 if (shape, solution) in self.warm else 2):
             self.gpu.run_timed(launch_at, inputs, {"y": y})
         self.warm.add((shape, solution))

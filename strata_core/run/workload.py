@@ -47,6 +47,11 @@ CHOICE_OF = {"expert_matvec_q8_0": "matvec_q8_0"}
 class Kernels(Protocol):
     """The operations a backend runs, each with the variant the plan chose."""
 
+    def keep(self, array: np.ndarray) -> Any:
+        """``array`` as the operations read it on every call it is handed to (on a GPU, a copy
+        in the card's memory made once): the weights that a run's calls share."""
+        ...
+
     def matvec_q8_0(self, qs: Any, d: Any, xq: Any, xd: Any) -> np.ndarray: ...
     def expert_matvec_q8_0(self, qs: Any, d: Any, ids: Any, xq: Any, xd: Any) -> np.ndarray: ...
     def router_topk(self, logits: Any, k: int, variant: str) -> tuple[np.ndarray, np.ndarray]: ...
@@ -178,8 +183,12 @@ def execute(
     dispatch: TunedDispatch,
     progress: TextIO | None = None,
 ) -> list[tuple[Any, float]]:
-    """Every call's result and seconds, in order; nothing is checked here."""
+    """Every call's result and seconds, in order; nothing is checked here. The weights are
+    kept where the kernels read them before the first call."""
     w = inputs.workload
+    qs, d, expert_qs, expert_d = map(
+        kernels.keep, (inputs.qs, inputs.d, inputs.expert_qs, inputs.expert_d)
+    )
     gemm_key = gemm.table_key(w.prompt_tokens)
     steps = w.decode_steps + w.prompt_steps
     done: list[tuple[Any, float]] = []
@@ -187,12 +196,10 @@ def execute(
         variant = choices[CHOICE_OF.get(call.op, call.op)].variant
         run: Callable[[], Any]
         if call.op == "matvec_q8_0":
-            run = partial(kernels.matvec_q8_0, inputs.qs, inputs.d, *call.inputs)
+            run = partial(kernels.matvec_q8_0, qs, d, *call.inputs)
         elif call.op == "expert_matvec_q8_0":
             ids = done[-1][0][0]  # the router's, just before
-            run = partial(
-                kernels.expert_matvec_q8_0, inputs.expert_qs, inputs.expert_d, ids, *call.inputs
-            )
+            run = partial(kernels.expert_matvec_q8_0, expert_qs, expert_d, ids, *call.inputs)
         elif call.op == "router_topk":
             run = partial(kernels.router_topk, call.inputs[0], w.experts_per_token, variant)
         elif call.op in TOPK:
