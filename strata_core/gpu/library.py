@@ -287,12 +287,12 @@ class GpuKernels:
         self.seconds = 0.0
         self._held: list[Any] = []
 
-        def keep(nbytes: int) -> Any:
+        def held_buffer(nbytes: int) -> Any:
             self._held.append(runtime.malloc(nbytes))
             return self._held[-1]
 
         self.hold: list[Callable[[], None]] = (
-            [self._kernel(*self._read_launch(hold_bytes, keep))] if hold_bytes else []
+            [self._kernel(*self._read_launch(hold_bytes, held_buffer))] if hold_bytes else []
         )
 
     def keep(self, array: Any) -> OnCard:
