@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # strata on an NVIDIA GPU, in two steps:
-#   scripts/nvidia-gpu.sh prepare   here (with the package index): every wheel into dist/, and
-#                                   the CPython 3.12 wheels a bare machine lacks into .whl/
+#   scripts/nvidia-gpu.sh prepare [REV]
+#                                   here (with the package index): every wheel into dist/, and
+#                                   the CPython 3.12 wheels a bare machine lacks into .whl/;
+#                                   with REV, that revision's strata and strata-cuda wheels
+#                                   into dist-base/ too (built in a temporary worktree), the
+#                                   other side of `ab`
 #   scripts/nvidia-gpu.sh run       on the GPU machine (no index needed): installs strata and
 #                                   strata-cuda from dist/, and from .whl/ what the machine's
 #                                   Python lacks, beside its own numpy and PyTorch, then runs
@@ -18,6 +22,11 @@
 #   scripts/nvidia-gpu.sh kernels   on the GPU machine: the same install, then only
 #                                   bench/gpu_kernels.py and strata-core run
 #                                   with each shipped profile
+#   scripts/nvidia-gpu.sh ab [PART ...]
+#                                   on the GPU machine: the same install, and dist-base/'s
+#                                   beside it, then bench/gpu_kernels.py (--only PART ...) on
+#                                   this tree's build and on the base's in turn, twice each, so
+#                                   that a change and its base are timed in one call
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-}" in
@@ -27,12 +36,23 @@ prepare)
     python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 \
         --implementation cp --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
         -d .whl cffi pycparser cattrs pyelftools tomli-w tomlkit structlog msgpack
+    if [ -n "${2:-}" ]; then
+        rm -rf dist-base
+        base=$(mktemp -d)
+        trap 'git worktree remove --force "$base"' EXIT
+        git worktree add --quiet --detach "$base" "$2"
+        for package in strata strata-cuda; do
+            (cd "$base" && uv build --quiet --package $package --no-sources --wheel \
+                --out-dir "$OLDPWD/dist-base")
+        done
+    fi
     ;;
-run | kernels)
+run | kernels | ab)
     repo=$(pwd)
     out=$(realpath -m "${OUT:-nvidia-out}")
     mkdir -p "$out"
     site=/tmp/strata-site
+    rm -rf "$site"  # a warm machine keeps the last call's install, which pip would not replace
     python3 -m pip install --quiet --no-index --no-deps --no-compile --target "$site" \
         dist/strata-*.whl dist/strata_cuda-*.whl .whl/*.whl
     export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH} STRATA_CACHE=0 PYTHONUNBUFFERED=1
@@ -41,6 +61,24 @@ run | kernels)
     python3 -c 'import sys, numpy, torch; print(sys.version.split()[0], numpy.__version__, torch.__version__)'
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
     strata-core --version
+    if [ "$1" = ab ]; then
+        base=/tmp/strata-base-site
+        rm -rf "$base"
+        python3 -m pip install --quiet --no-index --no-deps --no-compile --target "$base" \
+            "$repo"/dist-base/strata-*.whl "$repo"/dist-base/strata_cuda-*.whl "$repo"/.whl/*.whl
+        shift
+        only=()
+        [ $# -gt 0 ] && only=(--only "$@")
+        for round in 1 2; do
+            for side in this base; do
+                [ $side = this ] && path=$site || path=$base
+                echo "== $side, round $round"
+                PYTHONPATH=$path${PYTHONPATH#"$site"} python3 "$repo/bench/gpu_kernels.py" \
+                    "${only[@]}" | tee "$out/ab-$side-$round.txt"
+            done
+        done
+        exit 0
+    fi
     if [ "$1" = kernels ]; then
         python3 "$repo/bench/gpu_kernels.py" | tee "$out/bench.txt"
         for profile in small-moe deep-context deep-context-k2048 large-moe; do
@@ -102,7 +140,7 @@ print(sys.argv[2], k["variant"], k["median_ms"], "ms +-", k["spread_ms"], k["che
     STRATA_CUBLASLT_TUNING=$refused STRATA_CUBLASLT_VERBOSE=1 strata-core run
     ;;
 *)
-    echo "usage: $0 prepare|run|kernels" >&2
+    echo "usage: $0 prepare [REV]|run|kernels|ab [PART ...]" >&2
     exit 2
     ;;
 esac
