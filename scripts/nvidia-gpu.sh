@@ -51,10 +51,15 @@ run | kernels | ab)
     repo=$(pwd)
     out=$(realpath -m "${OUT:-nvidia-out}")
     mkdir -p "$out"
+    # into a fresh folder: a warm machine keeps the last call's, whose packages pip would not
+    # replace
+    install() {
+        rm -rf "$1"
+        python3 -m pip install --quiet --no-index --no-deps --no-compile --target "$@" \
+            "$repo"/.whl/*.whl
+    }
     site=/tmp/strata-site
-    rm -rf "$site"  # a warm machine keeps the last call's install, which pip would not replace
-    python3 -m pip install --quiet --no-index --no-deps --no-compile --target "$site" \
-        dist/strata-*.whl dist/strata_cuda-*.whl .whl/*.whl
+    install "$site" dist/strata-*.whl dist/strata_cuda-*.whl
     export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH} STRATA_CACHE=0 PYTHONUNBUFFERED=1
     strata-core() { python3 -m strata_core "$@"; }
     cd /tmp  # not the checkout, whose strata_core has no built parts
@@ -63,9 +68,7 @@ run | kernels | ab)
     strata-core --version
     if [ "$1" = ab ]; then
         base=/tmp/strata-base-site
-        rm -rf "$base"
-        python3 -m pip install --quiet --no-index --no-deps --no-compile --target "$base" \
-            "$repo"/dist-base/strata-*.whl "$repo"/dist-base/strata_cuda-*.whl "$repo"/.whl/*.whl
+        install "$base" "$repo"/dist-base/strata-*.whl "$repo"/dist-base/strata_cuda-*.whl
         shift
         only=()
         [ $# -gt 0 ] && only=(--only "$@")

@@ -286,21 +286,20 @@ class GpuKernels:
         self.start, self.stop = runtime.event(), runtime.event()
         self.seconds = 0.0
         self._held: list[Any] = []
-
-        def held_buffer(nbytes: int) -> Any:
-            self._held.append(runtime.malloc(nbytes))
-            return self._held[-1]
-
         self.hold: list[Callable[[], None]] = (
-            [self._kernel(*self._read_launch(hold_bytes, held_buffer))] if hold_bytes else []
+            [self._kernel(*self._read_launch(hold_bytes, self._held_buffer))] if hold_bytes else []
         )
+
+    def _held_buffer(self, nbytes: int) -> Any:
+        """A device buffer freed at close."""
+        self._held.append(self.runtime.malloc(nbytes))
+        return self._held[-1]
 
     def keep(self, array: Any) -> OnCard:
         """A copy of ``array`` on the card for every operation to read in its place (weights
         that calls share), held until close."""
         array = np.ascontiguousarray(array)
-        pointer = self.runtime.malloc(array.nbytes)
-        self._held.append(pointer)
+        pointer = self._held_buffer(array.nbytes)
         self.runtime.upload(pointer, array, self.stream)
         self.runtime.synchronize(self.stream)
         return OnCard(pointer, array.shape, array.dtype, array.nbytes)
