@@ -738,6 +738,7 @@ typedef unsigned long long topk_item;
 #define TOPK_WORDS 6
 #define TOPK_CANDIDATES(k) (16 * (int64_t)(k) + 4096)
 #define TOPK_PIECE 16
+#define TOPK_SORT_ITEMS 8
 
 SHARED unsigned topk_histogram[TOPK_BINS];
 SHARED topk_item topk_prefix, topk_mask;
@@ -762,9 +763,9 @@ DEVICE unsigned warp_sum_below(unsigned value, unsigned &total) {
   return below;
 }
 
-// A place in the list *count counts for each lane that takes one, with one atomic a warp;
-// every lane of the warp calls it.
-DEVICE unsigned warp_append(bool take, unsigned *count) {
+// The first of `take` consecutive places in the list *count counts, for each lane, with one
+// atomic a warp; every lane of the warp calls it.
+DEVICE unsigned warp_append(unsigned take, unsigned *count) {
   unsigned total, below = warp_sum_below(take, total), base = 0;
   if (warp_lane() == 0 && total) base = __atomic_fetch_add(count, total, __ATOMIC_RELAXED);
   return warp_max(base) + below;
@@ -828,62 +829,125 @@ DEVICE topk_item topk_item_at(const TopkItems &items, int64_t i) {
   return items.candidates ? items.candidates[i] : topk_item_of(items.row[i], i);
 }
 
-// After a select over count items: the k picks, sorted best first, as ids and the row's scores
-// (each from its key, read from the row only where the key stands for two scores: -inf for NaN
-// too, +0 for -0 too).
-DEVICE void topk_write(const TopkItems &items, int64_t count, int k, const float *row,
-                       int32_t *ids, float *values) {
+DEVICE topk_item warp_xor(topk_item value, int mask) {
+  unsigned low = warp_xor((unsigned)value, mask), high = warp_xor((unsigned)(value >> 32), mask);
+  return (topk_item)high << 32 | low;
+}
+
+// Of a place's item and its pair's, the one the place keeps: the larger at the lower place of a
+// pair sorted descending (place & size clear) or at the higher of one sorted ascending.
+DEVICE topk_item topk_bitonic(topk_item mine, topk_item other, unsigned place, unsigned size,
+                              unsigned stride) {
+  bool larger = ((place & stride) == 0) == ((place & size) == 0);
+  return (mine > other) == larger ? mine : other;
+}
+
+// Bitonic sort of width items, descending, TOPK_SORT_ITEMS a thread: place t * TOPK_SORT_ITEMS + r
+// is the thread's item r (threads past width / TOPK_SORT_ITEMS hold zeros, in warps that hold
+// places; `holding` is false in the others, which only meet the barriers). A step pairs places
+// stride apart: within a thread below TOPK_SORT_ITEMS, across a warp's lanes by shuffles below
+// WARP threads, else through topk_picks (item r of thread t at r * holders + t).
+DEVICE void topk_sort(topk_item (&items)[TOPK_SORT_ITEMS], unsigned width, bool holding) {
+  unsigned t = thread_id(), first = t * TOPK_SORT_ITEMS, holders = width / TOPK_SORT_ITEMS;
+  for (unsigned size = 2; size <= width; size *= 2) {
+    for (unsigned stride = size / 2; stride >= TOPK_SORT_ITEMS; stride /= 2) {
+      unsigned mask = stride / TOPK_SORT_ITEMS;
+      if (mask < WARP) {
+        if (holding) {
+#pragma unroll
+          for (unsigned r = 0; r < TOPK_SORT_ITEMS; ++r)
+            items[r] = topk_bitonic(items[r], warp_xor(items[r], (int)mask), first + r, size,
+                                    stride);
+        }
+        continue;
+      }
+#pragma unroll
+      for (unsigned r = 0; r < TOPK_SORT_ITEMS; ++r)
+        if (holding) topk_picks[r * holders + t] = items[r];
+      sync_block();
+#pragma unroll
+      for (unsigned r = 0; r < TOPK_SORT_ITEMS; ++r)
+        if (holding)
+          items[r] = topk_bitonic(items[r], topk_picks[r * holders + (t ^ mask)], first + r,
+                                  size, stride);
+      sync_block();
+    }
+    if (!holding) continue;
+#pragma unroll
+    for (unsigned stride = TOPK_SORT_ITEMS / 2; stride > 0; stride /= 2) {
+      if (stride >= size) continue;
+#pragma unroll
+      for (unsigned r = 0; r < TOPK_SORT_ITEMS; ++r) {
+        if (r & stride) continue;
+        topk_item a = items[r], b = items[r + stride];
+        bool swap = (b > a) == (((first + r) & size) == 0);
+        items[r] = swap ? b : a;
+        items[r + stride] = swap ? a : b;
+      }
+    }
+  }
+}
+
+// The thread's items of the batch from `from` of count: x[u] is item from + thread + u *
+// STRATA_BLOCK, 0 past count.
+DEVICE void topk_batch(const TopkItems &items, int64_t count, int64_t from,
+                       topk_item (&x)[TOPK_LOADS]) {
+#pragma unroll
+  for (int u = 0; u < TOPK_LOADS; ++u) {
+    int64_t at = from + thread_id() + (int64_t)u * STRATA_BLOCK;
+    x[u] = at < count ? topk_item_at(items, at) : 0;
+  }
+}
+
+// After a select over count items (x their only batch where held): the k picks, sorted best
+// first, as ids and the row's scores (each from its key, read from the row only where the key
+// stands for two scores: -inf for NaN too, +0 for -0 too).
+DEVICE void topk_write(const TopkItems &items, int64_t count, bool held,
+                       topk_item (&x)[TOPK_LOADS], int k, const float *row, int32_t *ids,
+                       float *values) {
   unsigned t = thread_id();
   topk_item prefix = topk_prefix, mask = topk_mask;
   if (t == 0) topk_count = 0;
   sync_block();
   for (int64_t from = 0; from < count; from += TOPK_LOADS * STRATA_BLOCK) {
-    topk_item x[TOPK_LOADS];
+    if (!held) topk_batch(items, count, from, x);
+    unsigned taken = 0;
 #pragma unroll
-    for (int u = 0; u < TOPK_LOADS; ++u) {
-      int64_t at = from + t + (int64_t)u * STRATA_BLOCK;
-      x[u] = at < count ? topk_item_at(items, at) : 0;
-    }
+    for (int u = 0; u < TOPK_LOADS; ++u)
+      taken |= (unsigned)(from + t + (int64_t)u * STRATA_BLOCK < count &&
+                          (x[u] & mask) >= prefix) << u;
+    unsigned at = warp_append(__builtin_popcount(taken), &topk_count);
 #pragma unroll
-    for (int u = 0; u < TOPK_LOADS; ++u) {
-      bool take = from + t + (int64_t)u * STRATA_BLOCK < count && (x[u] & mask) >= prefix;
-      unsigned at = warp_append(take, &topk_count);
-      if (take) topk_picks[at] = x[u];
-    }
+    for (int u = 0; u < TOPK_LOADS; ++u)
+      if (taken >> u & 1) topk_picks[at++] = x[u];
   }
-  unsigned width = 1;
+  unsigned width = TOPK_SORT_ITEMS;
   while (width < (unsigned)k) width *= 2;
+  unsigned holders = width / TOPK_SORT_ITEMS;
   sync_block();
-  for (unsigned i = k + t; i < width; i += STRATA_BLOCK) topk_picks[i] = 0;
-  sync_block();
-  // Bitonic sort, descending: each step orders the width / 2 pairs (i, i + stride), a pair a
-  // thread at a time.
-  for (unsigned size = 2; size <= width; size *= 2) {
-    for (unsigned stride = size / 2; stride > 0; stride /= 2) {
-      for (unsigned pair = t; pair < width / 2; pair += STRATA_BLOCK) {
-        unsigned i = (pair & ~(stride - 1)) * 2 + (pair & (stride - 1)), j = i + stride;
-        topk_item a = topk_picks[i], b = topk_picks[j];
-        if ((b > a) == ((i & size) == 0)) {
-          topk_picks[i] = b;
-          topk_picks[j] = a;
-        }
-      }
-      sync_block();
-    }
+  topk_item picks[TOPK_SORT_ITEMS];
+#pragma unroll
+  for (unsigned r = 0; r < TOPK_SORT_ITEMS; ++r) {
+    unsigned at = r * holders + t;
+    picks[r] = t < holders && at < (unsigned)k ? topk_picks[at] : 0;
   }
-  for (unsigned i = t; i < (unsigned)k; i += STRATA_BLOCK) {
-    topk_item pick = topk_picks[i];
-    int id = topk_id_of(pick);
-    float value = value_of((unsigned)(pick >> 32));
-    ids[i] = id;
-    values[i] = value == 0.0f || value == -__builtin_inff() ? row[id] : value;
+  bool holding = t / WARP * WARP < holders;
+  topk_sort(picks, width, holding);
+#pragma unroll
+  for (unsigned r = 0; r < TOPK_SORT_ITEMS; ++r) {
+    unsigned place = t * TOPK_SORT_ITEMS + r;
+    if (!holding || place >= (unsigned)k) continue;
+    int id = topk_id_of(picks[r]);
+    float value = value_of((unsigned)(picks[r] >> 32));
+    ids[place] = id;
+    values[place] = value == 0.0f || value == -__builtin_inff() ? row[id] : value;
   }
 }
 
 // The k best of a row: among the `places` items of its candidates where they hold at least k
 // cells (count) and the scratch holds them all (their keys from key up to most), else over the
-// row's n cells (TOPK_LOADS items a thread read before any is counted, so that their loads
-// overlap).
+// row's n cells. The items are read in batches of TOPK_LOADS a thread (all loaded before any is
+// counted, so that their loads overlap), once for every pass where they are one batch.
 DEVICE void topk_finish(const float *row, int64_t n, int k, unsigned count, unsigned places,
                         int64_t capacity, const topk_item *candidates, unsigned key,
                         unsigned most, int32_t *ids, float *values) {
@@ -895,20 +959,19 @@ DEVICE void topk_finish(const float *row, int64_t n, int k, unsigned count, unsi
     first -= key == most ? 32 : 8 * (__builtin_clz(key ^ most) / 8);
   }
   unsigned t = thread_id();
+  bool held = n <= TOPK_LOADS * STRATA_BLOCK;
+  topk_item x[TOPK_LOADS];
+  if (held) topk_batch(items, n, 0, x);
   topk_radix(k, 0, [&](topk_item prefix, topk_item mask, int shift) {
-    for (int64_t i = t; i < n; i += TOPK_LOADS * STRATA_BLOCK) {
-      topk_item x[TOPK_LOADS];
-#pragma unroll
-      for (int u = 0; u < TOPK_LOADS; ++u) {
-        int64_t at = i + (int64_t)u * STRATA_BLOCK;
-        x[u] = at < n ? topk_item_at(items, at) : 0;
-      }
+    for (int64_t from = 0; from < n; from += TOPK_LOADS * STRATA_BLOCK) {
+      if (!held) topk_batch(items, n, from, x);
 #pragma unroll
       for (int u = 0; u < TOPK_LOADS; ++u)
-        if (i + (int64_t)u * STRATA_BLOCK < n) topk_histogram_add(x[u], prefix, mask, shift);
+        if (from + t + (int64_t)u * STRATA_BLOCK < n)
+          topk_histogram_add(x[u], prefix, mask, shift);
     }
   }, first, (topk_item)most << 32);
-  topk_write(items, n, k, row, ids, values);
+  topk_write(items, n, held, x, k, row, ids, values);
 }
 
 // Stage 0: the row's key into words[0], its count and chunks done zeroed; false, with
