@@ -738,7 +738,6 @@ typedef unsigned long long topk_item;
 #define TOPK_WORDS 6
 #define TOPK_CANDIDATES(k) (16 * (int64_t)(k) + 4096)
 #define TOPK_PIECE 16
-#define TOPK_SORT_ITEMS 8
 
 SHARED unsigned topk_histogram[TOPK_BINS];
 SHARED topk_item topk_prefix, topk_mask;
@@ -842,49 +841,73 @@ DEVICE topk_item topk_bitonic(topk_item mine, topk_item other, unsigned place, u
   return (mine > other) == larger ? mine : other;
 }
 
-// Bitonic sort of width items, descending, TOPK_SORT_ITEMS a thread: place t * TOPK_SORT_ITEMS + r
-// is the thread's item r (threads past width / TOPK_SORT_ITEMS hold zeros, in warps that hold
-// places; `holding` is false in the others, which only meet the barriers). A step pairs places
-// stride apart: within a thread below TOPK_SORT_ITEMS, across a warp's lanes by shuffles below
-// WARP threads, else through topk_picks (item r of thread t at r * holders + t).
-DEVICE void topk_sort(topk_item (&items)[TOPK_SORT_ITEMS], unsigned width, bool holding) {
-  unsigned t = thread_id(), first = t * TOPK_SORT_ITEMS, holders = width / TOPK_SORT_ITEMS;
+// Bitonic sort of width items, descending, `items` a thread: place t * items + r is the thread's
+// item r (threads past width / items hold zeros, in warps that hold places; `holding` is false in
+// the others, which only meet the barriers). A step pairs places stride apart: within a thread
+// below `items`, across a warp's lanes by shuffles below WARP threads, else through topk_picks
+// (item r of thread t at r * holders + t).
+template <unsigned items>
+DEVICE void topk_sort(topk_item (&x)[items], unsigned width, bool holding) {
+  unsigned t = thread_id(), first = t * items, holders = width / items;
   for (unsigned size = 2; size <= width; size *= 2) {
-    for (unsigned stride = size / 2; stride >= TOPK_SORT_ITEMS; stride /= 2) {
-      unsigned mask = stride / TOPK_SORT_ITEMS;
+    for (unsigned stride = size / 2; stride >= items; stride /= 2) {
+      unsigned mask = stride / items;
       if (mask < WARP) {
         if (holding) {
 #pragma unroll
-          for (unsigned r = 0; r < TOPK_SORT_ITEMS; ++r)
-            items[r] = topk_bitonic(items[r], warp_xor(items[r], (int)mask), first + r, size,
-                                    stride);
+          for (unsigned r = 0; r < items; ++r)
+            x[r] = topk_bitonic(x[r], warp_xor(x[r], (int)mask), first + r, size, stride);
         }
         continue;
       }
 #pragma unroll
-      for (unsigned r = 0; r < TOPK_SORT_ITEMS; ++r)
-        if (holding) topk_picks[r * holders + t] = items[r];
+      for (unsigned r = 0; r < items; ++r)
+        if (holding) topk_picks[r * holders + t] = x[r];
       sync_block();
 #pragma unroll
-      for (unsigned r = 0; r < TOPK_SORT_ITEMS; ++r)
+      for (unsigned r = 0; r < items; ++r)
         if (holding)
-          items[r] = topk_bitonic(items[r], topk_picks[r * holders + (t ^ mask)], first + r,
-                                  size, stride);
+          x[r] = topk_bitonic(x[r], topk_picks[r * holders + (t ^ mask)], first + r, size, stride);
       sync_block();
     }
     if (!holding) continue;
 #pragma unroll
-    for (unsigned stride = TOPK_SORT_ITEMS / 2; stride > 0; stride /= 2) {
+    for (unsigned stride = items / 2; stride > 0; stride /= 2) {
       if (stride >= size) continue;
 #pragma unroll
-      for (unsigned r = 0; r < TOPK_SORT_ITEMS; ++r) {
+      for (unsigned r = 0; r < items; ++r) {
         if (r & stride) continue;
-        topk_item a = items[r], b = items[r + stride];
+        topk_item a = x[r], b = x[r + stride];
         bool swap = (b > a) == (((first + r) & size) == 0);
-        items[r] = swap ? b : a;
-        items[r + stride] = swap ? a : b;
+        x[r] = swap ? b : a;
+        x[r + stride] = swap ? a : b;
       }
     }
+  }
+}
+
+// The k picks gathered in topk_picks sorted, `items` a thread (the fewest that width, the
+// power of two from k up, takes in a workgroup), and written as ids and the row's scores.
+template <unsigned items>
+DEVICE void topk_sorted_write(unsigned width, int k, const float *row, int32_t *ids,
+                              float *values) {
+  unsigned t = thread_id(), holders = width / items;
+  topk_item x[items];
+#pragma unroll
+  for (unsigned r = 0; r < items; ++r) {
+    unsigned at = r * holders + t;
+    x[r] = t < holders && at < (unsigned)k ? topk_picks[at] : 0;
+  }
+  bool holding = t / WARP * WARP < holders;
+  topk_sort(x, width, holding);
+#pragma unroll
+  for (unsigned r = 0; r < items; ++r) {
+    unsigned place = t * items + r;
+    if (!holding || place >= (unsigned)k) continue;
+    int id = topk_id_of(x[r]);
+    float value = value_of((unsigned)(x[r] >> 32));
+    ids[place] = id;
+    values[place] = value == 0.0f || value == -__builtin_inff() ? row[id] : value;
   }
 }
 
@@ -921,27 +944,17 @@ DEVICE void topk_write(const TopkItems &items, int64_t count, bool held,
     for (int u = 0; u < TOPK_LOADS; ++u)
       if (taken >> u & 1) topk_picks[at++] = x[u];
   }
-  unsigned width = TOPK_SORT_ITEMS;
+  unsigned width = 1;
   while (width < (unsigned)k) width *= 2;
-  unsigned holders = width / TOPK_SORT_ITEMS;
   sync_block();
-  topk_item picks[TOPK_SORT_ITEMS];
-#pragma unroll
-  for (unsigned r = 0; r < TOPK_SORT_ITEMS; ++r) {
-    unsigned at = r * holders + t;
-    picks[r] = t < holders && at < (unsigned)k ? topk_picks[at] : 0;
-  }
-  bool holding = t / WARP * WARP < holders;
-  topk_sort(picks, width, holding);
-#pragma unroll
-  for (unsigned r = 0; r < TOPK_SORT_ITEMS; ++r) {
-    unsigned place = t * TOPK_SORT_ITEMS + r;
-    if (!holding || place >= (unsigned)k) continue;
-    int id = topk_id_of(picks[r]);
-    float value = value_of((unsigned)(picks[r] >> 32));
-    ids[place] = id;
-    values[place] = value == 0.0f || value == -__builtin_inff() ? row[id] : value;
-  }
+  if (width <= STRATA_BLOCK)
+    topk_sorted_write<1>(width, k, row, ids, values);
+  else if (width <= 2 * STRATA_BLOCK)
+    topk_sorted_write<2>(width, k, row, ids, values);
+  else if (width <= 4 * STRATA_BLOCK)
+    topk_sorted_write<4>(width, k, row, ids, values);
+  else
+    topk_sorted_write<8>(width, k, row, ids, values);
 }
 
 // The k best of a row: among the `places` items of its candidates where they hold at least k
