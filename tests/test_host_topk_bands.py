@@ -4,6 +4,7 @@ switches, which the host honours where the user sets them."""
 import pytest
 from conftest import HOST_ISAS
 
+from strata_core.api.kernels import topk_choice
 from strata_core.host.topk_bands import HOST_TOPK_BANDS, host_topk_choice, host_topk_choices
 
 
@@ -40,3 +41,19 @@ def test_the_users_switches_win_over_the_host_band(isa):
     assert decode.reason == host_topk_choice({}, isa, 100_000, 256, False).reason
     past_the_band = host_topk_choice(stream, isa, 200_000, 2048, True)
     assert past_the_band == host_topk_choice({}, isa, 200_000, 2048, True)
+
+
+@pytest.mark.parametrize("isa", HOST_ISAS)
+@pytest.mark.parametrize(
+    ("switches", "cells", "prompt_read"),
+    [
+        ({"STRATA_TOPK_OLD": "1"}, 131_072, False),
+        ({"STRATA_TOPK_OLD": "1", "STRATA_TOPK_STREAM": "0"}, 100_000, True),
+        ({"STRATA_TOPK_STREAM": "0"}, 90_000, True),
+        ({"STRATA_TOPK_STREAM": "0"}, 135_000, True),
+    ],
+)
+def test_a_switch_picks_the_same_top_k_on_the_host_as_on_the_gpu(isa, switches, cells, prompt_read):
+    gpu = topk_choice(switches, cells, prompt_read)
+    assert host_topk_choice(switches, isa, cells, 256, prompt_read) == gpu
+    assert gpu.variant != topk_choice({}, cells, prompt_read).variant

@@ -20,12 +20,36 @@ WMMA_MIN_QUERIES = 64
 TOPK_OPS = {False: "topk", True: "topk_prompt"}
 
 
-def topk_choice(switches: Mapping[str, str | None], cells: int, prompt_read: bool) -> KernelChoice:
+def topk_switched(
+    switches: Mapping[str, str | None], cells: int, prompt_read: bool
+) -> KernelChoice | None:
+    """The top-k a switch the user set runs, on every backend: the original kernel under
+    STRATA_TOPK_OLD=1, the register kernel under STRATA_TOPK_STREAM=0 on a prompt read in the
+    90K-135K band; None where no switch decides."""
     op = TOPK_OPS[prompt_read]
     if switches.get("STRATA_TOPK_OLD") == "1":
+        return KernelChoice(op, "old", "STRATA_TOPK_OLD=1: 'Run the original top-k kernel'")
+    if (
+        prompt_read
+        and switches.get("STRATA_TOPK_STREAM") == "0"
+        and WIDE_FROM_CELLS_ON_A_PROMPT_READ <= cells <= WIDE_PAST_CELLS
+    ):
         return KernelChoice(
-            op, "old", "STRATA_TOPK_OLD=1: 'Run the original top-k kernel' (the reference radix)"
+            op,
+            "register",
+            f"{cells} cells on a prompt read: STRATA_TOPK_STREAM=0 runs 'the register kernel "
+            "in the 90K-135K band'",
         )
+    return None
+
+
+def topk_choice(switches: Mapping[str, str | None], cells: int, prompt_read: bool) -> KernelChoice:
+    """The engine's top-k by the page's bands, unless a switch decides (topk_switched); "old"
+    is the reference radix on the GPU."""
+    switched = topk_switched(switches, cells, prompt_read)
+    if switched is not None:
+        return switched
+    op = TOPK_OPS[prompt_read]
     if cells > WIDE_PAST_CELLS:
         return KernelChoice(
             op,
@@ -34,13 +58,6 @@ def topk_choice(switches: Mapping[str, str | None], cells: int, prompt_read: boo
             "kernel ... with the same ids as the reference radix'",
         )
     if prompt_read and cells >= WIDE_FROM_CELLS_ON_A_PROMPT_READ:
-        if switches.get("STRATA_TOPK_STREAM") == "0":
-            return KernelChoice(
-                op,
-                "register",
-                f"{cells} cells on a prompt read: STRATA_TOPK_STREAM=0 runs 'the register "
-                "kernel in the 90K-135K band'",
-            )
         return KernelChoice(
             op,
             "wide",

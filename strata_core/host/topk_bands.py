@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from ..api.kernels import TOPK_OPS, WIDE_FROM_CELLS_ON_A_PROMPT_READ, WIDE_PAST_CELLS
+from ..api.kernels import TOPK_OPS, topk_switched
 from ..api.records import KernelChoice
 
 
@@ -42,21 +42,12 @@ HOST_TOPK_BANDS = {
 def host_topk_choice(
     switches: Mapping[str, str | None], isa: str, cells: int, kept: int, prompt_read: bool
 ) -> KernelChoice:
-    """The host's top-k: a switch the user set as the engine reads it, else the host's band."""
+    """The host's top-k: a switch the user set as the engine reads it (topk_switched), else
+    the host's band."""
+    switched = topk_switched(switches, cells, prompt_read)
+    if switched is not None:
+        return switched
     op = TOPK_OPS[prompt_read]
-    if switches.get("STRATA_TOPK_OLD") == "1":
-        return KernelChoice(op, "old", "STRATA_TOPK_OLD=1 runs the original top-k kernel")
-    if (
-        prompt_read
-        and switches.get("STRATA_TOPK_STREAM") == "0"
-        and WIDE_FROM_CELLS_ON_A_PROMPT_READ <= cells <= WIDE_PAST_CELLS
-    ):
-        return KernelChoice(
-            op,
-            "register",
-            f"{cells} cells on a prompt read: STRATA_TOPK_STREAM=0 runs the register kernel in "
-            "the 90K-135K band",
-        )
     band = HOST_TOPK_BANDS[isa]
     wide = kept >= band.wide_from_k and cells >= band.wide_from_cells
     edge = f"the wide kernel from {band.wide_from_cells} cells" + (
