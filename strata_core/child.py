@@ -87,22 +87,25 @@ def run_json_forked(
     os.close(output_w)
     received = {answer_r: bytearray(), output_r: bytearray()}
     deadline = time.monotonic() + timeout_s
-    with selectors.DefaultSelector() as selector:
-        for fd in received:
-            selector.register(fd, selectors.EVENT_READ)
-        while selector.get_map() and (left := deadline - time.monotonic()) > 0:
-            for key, _ in selector.select(left):
-                chunk = os.read(key.fd, 65536)
-                if chunk:
-                    received[key.fd] += chunk
-                else:
-                    selector.unregister(key.fd)
-        hung = bool(selector.get_map())
-    os.close(answer_r)
-    os.close(output_r)
-    if hung:
-        os.kill(pid, signal.SIGKILL)
-    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    hung = True  # until the child is seen to close its pipes: a Ctrl-C here ends it too
+    try:
+        with selectors.DefaultSelector() as selector:
+            for fd in received:
+                selector.register(fd, selectors.EVENT_READ)
+            while selector.get_map() and (left := deadline - time.monotonic()) > 0:
+                for key, _ in selector.select(left):
+                    chunk = os.read(key.fd, 65536)
+                    if chunk:
+                        received[key.fd] += chunk
+                    else:
+                        selector.unregister(key.fd)
+            hung = bool(selector.get_map())
+    finally:
+        os.close(answer_r)
+        os.close(output_r)
+        if hung:
+            os.kill(pid, signal.SIGKILL)
+        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
     if hung:
         recorder.refuse(f"{what} timed out")
         raise ChildFailed(f"{what} gave no answer within {timeout_s:g} s")
