@@ -637,13 +637,17 @@ DEVICE void router_halves(const float *logits, int64_t tokens, int64_t experts, 
   for (int s = 0; s < 2; ++s) {
     int x = (int)lane + WARP * s;
     bool in = x < 2 * k;
+    rank[s] = k;  // not a pick: not written
+    weight[s] = 0.0f;
+    if (WARP * s >= 2 * k) continue;  // no lane's pick there (the second, for k up to 16)
     int list = in ? x / k : 0, j = in ? x % k : 0;
     key[s] = both_keys[list][j];
     id[s] = both_ids[list][j];
-    rank[s] = j;
+    int before = j;
+#pragma unroll 8
     for (int i = 0; i < k; ++i)
-      rank[s] += ranks_before(both_keys[1 - list][i], both_ids[1 - list][i], key[s], id[s]);
-    if (!in) rank[s] = k;
+      before += ranks_before(both_keys[1 - list][i], both_ids[1 - list][i], key[s], id[s]);
+    if (in) rank[s] = before;
     weight[s] = rank[s] < k ? router_exp(value_of(key[s]), value_of(first_key)) : 0.0f;
     total += weight[s];
   }
