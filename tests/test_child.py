@@ -29,7 +29,7 @@ def test_a_ctrl_c_while_a_forked_probe_runs_ends_the_probe(tmp_path):
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGALRM, ctrl_c)
-    signal.setitimer(signal.ITIMER_REAL, 0.5)
+    signal.setitimer(signal.ITIMER_REAL, 1.0)
     try:
         with pytest.raises(KeyboardInterrupt):
             run_json_forked(probe, {}, 30, "probe", Recorder())
