@@ -335,8 +335,9 @@ KERNEL void strata_matvec_q8_0(const int8_t *qs, const _Float16 *d, const int8_t
 // and split into passes of at most EXPERT_TOKENS, as even as can be. A warp's task is one pass
 // over EXPERT_WARP_ROWS rows, and the passes over the same rows go to neighbouring warps, which
 // read those rows side by side rather than one pass after another. On an H100 (large-moe, 64
-// tokens, three id sets, in one call) 86-87% of read became 90-91% so; uneven passes (3 + 1
-// rather than 2 + 2) were no faster than passes in turn.
+// tokens, three id sets, in one call) 86-87% of read became 90-91% so, and on an H200 76% became
+// 78% (bench/gpu_kernels.py, 215 experts); uneven passes (3 + 1 rather than 2 + 2) were no
+// faster than passes in turn.
 
 #define EXPERT_ROWS 64
 #define EXPERT_PAIRS (4 * STRATA_BLOCK)
