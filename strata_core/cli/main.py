@@ -315,12 +315,27 @@ OPTIONS = {
 }
 
 
+def sysfs_path(text: str) -> Path:
+    """A sysfs root, or ``example:NAME``, one of the example machines strata ships."""
+    from ..detect.examples import PREFIX, example_name
+
+    if text.startswith(PREFIX):
+        try:
+            example_name(text)
+        except StrataError as unknown:
+            raise argparse.ArgumentTypeError(str(unknown)) from None
+    return Path(text)
+
+
 def _sysfs_option(parser: argparse.ArgumentParser | argparse._MutuallyExclusiveGroup) -> None:
+    from ..detect.examples import listing
+
     parser.add_argument(
         "--sysfs",
         metavar="DIR",
-        type=Path,
-        help="sysfs root to read (default: $STRATA_SYSFS or /sys)",
+        type=sysfs_path,
+        help="sysfs root to read (default: $STRATA_SYSFS or /sys), or example:NAME, a machine "
+        f"strata ships: {listing()}",
     )
 
 

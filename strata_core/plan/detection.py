@@ -14,6 +14,7 @@ from .. import log
 from ..answer_cache import Recorder
 from ..api.manager import PluginManager
 from ..api.records import DetectionContext
+from ..detect.examples import sysfs_root
 from ..errors import StrataError
 from . import config as run_config
 from .claims import Assignment, assign
@@ -72,13 +73,15 @@ class Detected:
 def detection_context(request: PlanRequest) -> DetectionContext:
     """The detection context for the request's sysfs root, HIP probe choice and environment."""
     env = request.env
-    root = request.sysfs or Path(env.get("STRATA_SYSFS") or "/sys")
+    given = str(request.sysfs) if request.sysfs else env.get("STRATA_SYSFS")
+    root = sysfs_root(given, env) if given else Path("/sys")
+    if given and not root.is_dir():
+        where = f"--sysfs {given}" if request.sysfs else f"STRATA_SYSFS={given}"
+        raise StrataError(f"{where}: no such directory")
     hip = request.hip
     if hip is None:
         hip = root == Path("/sys") and env.get("STRATA_HIP_PROBE", "1") != "0"
     cuda = env.get("STRATA_CUDA_PROBE", "1" if root == Path("/sys") else "0") != "0"
-    if request.sysfs is not None and not request.sysfs.is_dir():
-        raise StrataError(f"--sysfs {request.sysfs}: no such directory")
     return DetectionContext(
         sysfs=root,
         env=dict(env),
