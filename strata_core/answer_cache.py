@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 FORMAT = 1
-#: Environment variables that can change an answer: strata's own, the ROCm runtime's, and
-#: where the HIP runtime is looked for.
+#: Environment variables that can change an answer: strata's own, the ROCm runtime's, where
+#: the HIP runtime is looked for, and OpenMP's (the host backend's threads).
 ENV_PREFIXES = (
     "STRATA_",
     "HSA_",
@@ -35,6 +35,7 @@ ENV_PREFIXES = (
     "CUDA_VISIBLE_DEVICES",
     "ROCM_PATH",
     "LD_LIBRARY_PATH",
+    "OMP_",
 )
 
 #: The most the cache folder may hold; the least recently used answers go first.

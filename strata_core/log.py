@@ -105,6 +105,12 @@ def says(level: str) -> bool:
     return _NUMBERS[level] >= _NUMBERS[_settings["level"]]
 
 
+def for_a_person(level: str) -> bool:
+    """Whether lines at ``level`` are said for people on a terminal (where a progress line
+    may be drawn too)."""
+    return says(level) and _settings["format"] == "people" and sys.stderr.isatty()
+
+
 def _say(method: str, message: str, fields: dict[str, Any]) -> None:
     if not says(method):
         return

@@ -216,7 +216,21 @@ def test_no_gpu_here_plans_for_the_host_backend(env, tmp_path):
         "no AMD GPU to run on (no visible GPU that an installed plugin runs); the host backend runs"
     ]
     assert answer["kernels"]["prompt_gemm"]["variant"] == "blas"
-    assert answer["package"] is None and answer["tuning"] == {}
+    assert answer["package"] is None and list(answer["tuning"]) == ["host"]
+    # no host table: plan says so, and that the prompt GEMM is one matmul a shape
+    host = answer["tuning"]["host"]
+    assert (host["table"], host["used"]) == (None, False)
+    assert host["reason"].startswith("no x86-64") and "-host-numpy" in host["reason"]
+    assert answer["kernels"]["prompt_gemm"]["reason"] == (
+        f"numpy's BLAS; one matmul per shape ({host['reason']})"
+    )
+    # threads: nothing set, no table, nothing measured yet: a run measures them
+    assert answer["host_threads"] == {
+        "threads": None,
+        "wait_policy": None,
+        "source": "not measured",
+        "reason": "no host tuning table records them; none measured yet",
+    }
 
 
 def test_malformed_config_is_one_line(pc, tmp_path):

@@ -239,3 +239,59 @@ def test_verbose_set_anywhere_prints_the_tuned_dispatch_summary(env, tmp_path, w
     assert lines[-1] == (
         "strata-core: host BLAS: tuned_launches=0 fallbacks=0 default_launches=2 disabled=0"
     )
+
+
+def test_a_router_giving_ids_past_the_experts_stops_the_run_at_its_step(monkeypatch):
+    """The expert steps are checked together, after the routers: a router whose ids name no
+    expert is the run's first wrong result, and no reference is asked of its ids; an expert
+    step before it that is wrong is named first."""
+    lib, kernels = HostLibrary(), _host_choices()
+    real, routed = lib.router_topk, []
+
+    def router(logits, k, variant):
+        routed.append(logits)
+        ids, weights = real(logits, k, variant)
+        return (ids + 10**6 if len(routed) == 2 else ids), weights
+
+    monkeypatch.setattr(lib, "router_topk", router)
+    experts = lib.expert_matvec_q8_0  # as a card might: the ids wrapped into its experts
+    monkeypatch.setattr(
+        lib, "expert_matvec_q8_0", lambda qs, d, ids, xq, xd: experts(qs, d, ids % 64, xq, xd)
+    )
+    inputs = workload.make_inputs(profile.load(TINY))
+    gemm = PromptGemm(inputs.w)
+    results = workload.execute(
+        lib, gemm, workload.wall_clock, inputs, kernels, TunedDispatch(None, "host BLAS")
+    )
+
+    def checked():
+        workload.check(inputs, results, kernels, reference, gemm, "numpy", "the host library")
+
+    with pytest.raises(StrataError, match="^router_topk gave a wrong result in decode step 2"):
+        checked()
+    first_expert = 2
+    assert inputs.calls[first_expert].report == "expert_matvec_q8_0"
+    results[first_expert] = (results[first_expert][0] * 2, 0.0)
+    wrong = "^expert_matvec_q8_0 gave a wrong result in decode step 1"
+    with pytest.raises(StrataError, match=wrong):
+        checked()
+
+
+def test_the_first_wrong_result_in_the_runs_order_is_the_one_named(monkeypatch):
+    """Results are checked a kind at a time, and the error still names the earliest call that
+    differs: a wrong top-k in decode step 1 before a wrong matvec in decode step 2."""
+    lib, kernels = HostLibrary(), _host_choices()
+    inputs = workload.make_inputs(profile.load(TINY))
+    gemm = PromptGemm(inputs.w)
+    results = workload.execute(
+        lib, gemm, workload.wall_clock, inputs, kernels, TunedDispatch(None, "host BLAS")
+    )
+    matvec_2, topk_1 = 4, 3
+    assert [inputs.calls[i].report for i in (topk_1, matvec_2)] == ["topk", "matvec_q8_0"]
+    results[matvec_2] = (results[matvec_2][0] + 1, 0.0)
+    with pytest.raises(StrataError, match="^matvec_q8_0 gave a wrong result in decode step 2"):
+        workload.check(inputs, results, kernels, reference, gemm, "numpy", "the host library")
+    ids, values = results[topk_1][0]
+    results[topk_1] = ((ids[::-1].copy(), values), 0.0)
+    with pytest.raises(StrataError, match="^topk gave a wrong result in decode step 1"):
+        workload.check(inputs, results, kernels, reference, gemm, "numpy", "the host library")

@@ -19,6 +19,7 @@ from ..plan.plan import Plan, backend_of
 from ..plan.selection import Selection
 
 if TYPE_CHECKING:  # records of commands whose modules `plan` and `devices` do not load
+    from ..host.threads import ThreadChoice
     from ..run import GpuFacts, HostFacts, KernelReports, RunOutcome
     from ..run.workload import KernelReport
     from ..tuning.lookup import TuningDecision
@@ -190,6 +191,17 @@ def tuning_dict(decision: TuningDecision) -> Answer:
     }
 
 
+def threads_dict(choice: ThreadChoice) -> Answer:
+    """The host kernels' threads (null until a run measures them), OpenMP's wait policy
+    (null: OpenMP's own), where they come from and why."""
+    return {
+        "threads": choice.threads,
+        "wait_policy": choice.wait_policy,
+        "source": choice.source,
+        "reason": choice.reason,
+    }
+
+
 def _resolved_dict(resolved: Resolved) -> Answer:
     return {"value": resolved.value, "source": resolved.source, "reason": resolved.reason}
 
@@ -213,6 +225,7 @@ def plan_answer(
         "switches": {n: _resolved_dict(r) for n, r in plan.switches.items()},
         "args": {n.lstrip("-").replace("-", "_"): _resolved_dict(r) for n, r in plan.args.items()},
         "tuning": {name: tuning_dict(d) for name, d in plan.tuning.items()},
+        "host_threads": threads_dict(plan.host.threads) if plan.host else None,
         "kernels": {
             op: {"variant": c.variant, "reason": c.reason} for op, c in plan.kernels.items()
         },
@@ -266,6 +279,7 @@ def _facts_dict(facts: HostFacts | GpuFacts) -> Answer:
             "library": str(facts.library),
             "isa": facts.isa,
             "threads": facts.threads,
+            "threads_choice": threads_dict(facts.thread_choice),
             "read_bandwidth_gbs": round(facts.read_gbs, 2),
             "workload": facts.workload,
             "tuning": tuning_dict(facts.tuning),

@@ -154,6 +154,9 @@ def plan_text(plan: Plan, device_row: Mapping[str, Any], verbose: bool = False) 
         lines += [
             f"  {op.ljust(width + 8)}{c.variant}: {c.reason}" for op, c in plan.kernels.items()
         ]
+    if plan.host:
+        threads = plan.host.threads
+        lines += ["", f"host threads: {threads.summary()} ({threads.reason})"]
     if plan.pictures:
         reader = f"the {plan.pictures.reader.upper()} reader" if plan.pictures.reader else "unknown"
         lines += ["", f"pictures: {reader} ({plan.pictures.reason})"]

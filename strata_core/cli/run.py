@@ -73,7 +73,13 @@ def report_run(outcome: PlanOutcome, as_json: bool) -> int:
     from ..run import run_workload
 
     plan = outcome.plan
-    ran = run_workload(plan, plan.backend)
+    if as_json or not log.for_a_person("info"):
+        ran = run_workload(plan, plan.backend)
+    else:
+        from .progress import ProgressLine
+
+        with ProgressLine(sys.stderr) as progress:
+            ran = run_workload(plan, plan.backend, progress)
     if as_json:
         notes = [*outcome.notes, *ran.said]
         print(dumps(run_answer(ran, notes, outcome.warnings, plan.log)))
@@ -90,8 +96,9 @@ def headline(ran: RunOutcome) -> str:
     facts = ran.facts
     if isinstance(facts, HostFacts):
         return (
-            f"host backend: {facts.library.name}, {facts.isa}, {facts.threads} threads; DRAM "
-            f"read {facts.read_gbs:.1f} GB/s; workload {facts.workload}"
+            f"host backend: {facts.library.name}, {facts.isa}, {facts.thread_choice.summary()} "
+            f"({facts.thread_choice.source}); DRAM read {facts.read_gbs:.1f} GB/s; workload "
+            f"{facts.workload}"
         )
     gemm = facts.gemm_library
     blas = f"{gemm['library']} {gemm['version']} ({gemm['path']}); " if gemm else ""

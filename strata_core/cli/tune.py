@@ -23,6 +23,10 @@ from ..tuning import tables
 from ..tuning.tables import HOST, OP_PATTERN, TableError, parse, render
 from .table import lookup_note
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..host.threads import ThreadChoice
+
 
 def parse_case(text: str) -> tuple[Any, ...]:
     """``T,op,N,K,dtype``: the column order of a table's --case (awk's $1,$5,$2,$3,$4)."""
@@ -147,10 +151,37 @@ def tune_host(
         f"tune: host backend, {tunable.arch}, {tunable.version}: {len(tunable.cases())} "
         f"cases, {args.repeats} rounds each"
     )
+    threads = measured_threads(env)
     table, _ = calibrate(
-        tunable, args.repeats, min_gain, lambda line: log.info(line, kind="progress")
+        tunable,
+        args.repeats,
+        min_gain,
+        lambda line: log.info(line, kind="progress"),
+        meta=threads_meta(threads),
     )
     return write_table(target, render(table), "")
+
+
+def measured_threads(env: Mapping[str, str]) -> ThreadChoice:
+    """The host kernels' threads, measured now on the default workload's decode step, for a
+    host table to record."""
+    from ..answer_cache import Recorder
+    from ..api.records import Workload
+    from ..child import ChildFailed
+    from ..host.threads import choose, measure
+
+    try:
+        threads = choose(measure(Workload(), env, Recorder()), "measured by tune")
+    except ChildFailed as failed:
+        raise StrataError(f"tune: the host threads' trial gave no answer ({failed})") from None
+    log.info(f"tune: host threads: {threads.summary()} ({threads.reason})")
+    return threads
+
+
+def threads_meta(threads: ThreadChoice) -> dict[str, str]:
+    """A host table's header fields for ``threads``."""
+    meta = {"threads": str(threads.threads)}
+    return meta | ({"omp_wait_policy": threads.wait_policy} if threads.wait_policy else {})
 
 
 def card_plan(args: argparse.Namespace, env: Mapping[str, str]) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +25,38 @@ def _contiguous(array: np.ndarray, dtype: Any) -> np.ndarray:
     return np.ascontiguousarray(array, dtype=dtype)
 
 
-class HostLibrary:
-    """Typed numpy calls into libstrata_host."""
+#: OMP_WAIT_POLICY as this process's OpenMP runtime read it when it started (it reads it
+#: once, when the library first loads)
+_openmp_started: list[str | None] = []
 
-    def __init__(self, path: Path = LIBRARY) -> None:
+
+def _start_openmp(wait_policy: str | None) -> None:
+    """Set OMP_WAIT_POLICY for the OpenMP runtime the library's first load starts; a later
+    load finds it started and its policy kept."""
+    if _openmp_started:
+        if wait_policy not in (None, _openmp_started[0]):
+            from .. import log
+
+            log.debug(
+                f"OMP_WAIT_POLICY={wait_policy}: OpenMP started in this process with "
+                f"{_openmp_started[0] or 'its own policy'}, which stays"
+            )
+        return
+    if wait_policy is not None:
+        os.environ["OMP_WAIT_POLICY"] = wait_policy
+    _openmp_started.append(os.environ.get("OMP_WAIT_POLICY"))
+
+
+class HostLibrary:
+    """Typed numpy calls into libstrata_host; ``wait_policy`` is how OpenMP's idle threads
+    wait (OMP_WAIT_POLICY), where this load starts OpenMP."""
+
+    def __init__(self, path: Path = LIBRARY, wait_policy: str | None = None) -> None:
         from ._host_ffi import ffi
 
         if not path.is_file():
             raise StrataError(f"the host kernel library is missing at {path}; reinstall strata")
+        _start_openmp(wait_policy)
         self.ffi = ffi
         # Never unloaded: unloading a library whose OpenMP threads still exist crashes the
         # process at exit.

@@ -89,10 +89,5 @@ def strata_select_kernels(
         ),
         router,
         *host_topk_choices(switches, isa, workload.context_cells, workload.cells_kept),
-        KernelChoice(
-            "prompt_gemm",
-            "blas",
-            "numpy's BLAS; a host tuning table for this CPU "
-            "and BLAS (strata-core tune) picks the call per shape",
-        ),
+        KernelChoice("prompt_gemm", "blas", "numpy's BLAS"),
     )

@@ -39,6 +39,7 @@ from .plan import (
     RunSettings,
     build_plan,
     support_notes,
+    with_tables,
     with_tuning,
 )
 from .resolve import parse_engine_args
@@ -146,13 +147,15 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
         dirs = search_dirs(config.exe, env, ()) + [Path(d) for d in config.tuning.dirs]
         dirs.append(data_dir(env))
         plan = with_tuning(plan, manager, library_versions(request, plan), dirs, recorder)
-    if request.for_run:
+    if plugin == HOST or request.for_run:
         host_plan = plan if plugin == HOST else plan_on(host_device(), HOST)
-        plan = attrs.evolve(
-            plan,
-            host=host_run(request, host_plan),
-            run=run_settings(request, manager, plan, workload),
-        )
+        host = host_run(request, host_plan, workload)
+        plan = attrs.evolve(plan, host=host)
+        if plugin == HOST:
+            tables = {"host": host.tuning}
+            plan = attrs.evolve(plan, tuning=tables, kernels=with_tables(plan.kernels, tables))
+    if request.for_run:
+        plan = attrs.evolve(plan, run=run_settings(request, manager, plan, workload))
     if not request.device and selection.indices:
         given = {arg.partition("=")[0] for arg in request.engine_args if arg.startswith("--")}
         roles = selection.roles if device_choice(request, config).roles else {}
@@ -176,16 +179,25 @@ def refuse_unsupported(assignments: Sequence[Assignment], selection: Selection) 
             )
 
 
-def host_run(request: PlanRequest, host_plan: Plan) -> HostRun:
-    """What the host backend runs: its kernel choices, instruction set and tuning table."""
+def host_run(request: PlanRequest, host_plan: Plan, workload: Workload) -> HostRun:
+    """What the host backend runs: its kernel choices, instruction set, tuning table and
+    threads (measured now only for a run)."""
     from ..host.platform import blas_version, isa_level
+    from ..host.threads import host_threads, table_choice
     from ..tuning.lookup import data_dir, decide_host, search_dirs
 
     dirs = [*search_dirs(None, request.env, ()), data_dir(request.env)]
+    tuning = decide_host(isa_level(), blas_version(), dirs, request.recorder)
+    table = tuning.loaded
+    recorded = table_choice(table.meta, tuning.table or "") if table and tuning.used else None
+    threads = host_threads(
+        request.threads, request.env, recorded, workload, request.recorder, request.for_run
+    )
     return HostRun(
         kernels=host_plan.kernels,
         isa=host_plan.kernels["matvec_q8_0"].variant,
-        tuning=decide_host(isa_level(), blas_version(), dirs, request.recorder),
+        tuning=tuning,
+        threads=threads,
     )
 
 
@@ -206,7 +218,6 @@ def run_settings(
         gemm_libraries = library_paths(plan.kernels["prompt_gemm"].variant, env)
     return RunSettings(
         workload=workload,
-        threads=request.threads,
         kernel_library=library,
         runtime_libraries=tuple(runtime_candidates(plan.backend, env)),
         child_env=dict(env),

@@ -20,7 +20,8 @@ from .core_switches import CONTROL_VARIABLES, page_variables, undeclared_note
 from .pictures import PictureReader, picture_reader
 from .resolve import parse_engine_args, resolve
 
-if TYPE_CHECKING:  # the tables are read only by a plan for a card
+if TYPE_CHECKING:  # the tables are read only by a plan for a card or the host
+    from ..host.threads import ThreadChoice
     from ..tuning.lookup import TuningDecision
     from ..tuning.versions import LibraryVersion
 
@@ -39,13 +40,20 @@ def with_tables(
 ) -> dict[str, KernelChoice]:
     """``kernels`` with the prompt GEMM's tuning table where the plan takes one: hipBLAS with a
     hipBLASLt table is the hipBLASLt path; a rocBLAS table serves the FP16 route; cuBLASLt
-    takes its own."""
+    takes its own; the host's BLAS says whether a host table picks its calls."""
     chosen = dict(kernels)
     gemm = chosen.get("prompt_gemm")
     hipblaslt, rocblas = decisions.get("hipblaslt"), decisions.get("rocblas")
-    cublaslt = decisions.get("cublaslt")
+    cublaslt, host = decisions.get("cublaslt"), decisions.get("host")
     if gemm is None:
         return chosen
+    if gemm.variant == "blas" and host is not None:
+        how = (
+            f"the host tuning table {host.table} picks the call per shape"
+            if host.used
+            else f"one matmul per shape ({host.reason})"
+        )
+        chosen["prompt_gemm"] = attrs.evolve(gemm, reason=f"{gemm.reason}; {how}")
     if gemm.variant == "hipblas" and hipblaslt is not None and hipblaslt.used:
         chosen["prompt_gemm"] = KernelChoice(
             "prompt_gemm", "hipblaslt", f"hipBLASLt with the tuning table {hipblaslt.table}"
@@ -65,23 +73,23 @@ def with_tables(
 class HostRun:
     """The host backend: what runs when no card can, and what a card's results are checked
     against. ``isa`` is the instruction set its kernels run with (the matvec choice);
-    ``tuning`` the host BLAS table the run takes."""
+    ``tuning`` the host BLAS table the run takes; ``threads`` its kernels' threads."""
 
     kernels: Mapping[str, KernelChoice]
     isa: str
     tuning: TuningDecision
+    threads: ThreadChoice
 
 
 @attrs.frozen
 class RunSettings:
-    """What `strata-core run` needs besides the decisions: the workload, host threads (0: one
-    per core), the seconds the GPU run may take, and on a card the plugin's kernel library,
+    """What `strata-core run` needs besides the decisions: the workload, the seconds the GPU
+    run may take, and on a card the plugin's kernel library,
     the runtimes to try in order (the HIP runtime's or the CUDA driver's) and the environment
     of the GPU run's child process (the one the command started with: the runtime reads its
     visibility variables there)."""
 
     workload: Workload
-    threads: int
     timeout_s: float
     kernel_library: KernelLibrary | None
     runtime_libraries: tuple[str, ...]
@@ -128,8 +136,9 @@ class Plan:
     tuning: Mapping[str, TuningDecision] = attrs.field(factory=dict)
     kernels: Mapping[str, KernelChoice] = attrs.field(factory=dict)
     pictures: PictureReader | None = None
-    #: for a run only (PlanRequest.for_run)
+    #: the host backend's: in a plan for the host, and for a run (PlanRequest.for_run)
     host: HostRun | None = None
+    #: for a run only
     run: RunSettings | None = None
     #: the cards of this PC the engine is told to use; None for the host or a named card
     cards: EngineCards | None = None

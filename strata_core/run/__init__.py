@@ -27,6 +27,7 @@ from .. import log
 from ..api.records import KernelChoice
 from ..errors import NoGpuRun, StrataError
 from ..gpu.backends import BACKENDS
+from ..host.threads import ThreadChoice
 from ..plan.plan import HostRun, Plan, RunSettings
 from ..tuning.dispatch import say
 from ..tuning.libraries import PATHS
@@ -34,7 +35,16 @@ from ..tuning.lookup import TuningDecision
 from .gpu_backend import GpuCard
 from .gpu_child import ANSWER, CONTACT, JOB, RESULTS, GpuJob, unflatten
 from .held_signals import HeldSignals
-from .workload import KernelReport, check, execute, make_inputs, read_bandwidth, wall_clock
+from .workload import (
+    KernelReport,
+    Progress,
+    check,
+    execute,
+    make_inputs,
+    read_bandwidth,
+    unseen,
+    wall_clock,
+)
 
 CHILD = "strata_core.run.gpu_child"
 
@@ -50,6 +60,7 @@ class HostFacts:
     read_gbs: float
     workload: str
     tuning: TuningDecision
+    thread_choice: ThreadChoice
 
 
 @attrs.frozen
@@ -89,9 +100,10 @@ class RunOutcome:
     said: tuple[str, ...] = ()
 
 
-def run_workload(plan: Plan, backend: str) -> RunOutcome:
+def run_workload(plan: Plan, backend: str, progress: Progress = unseen) -> RunOutcome:
     """Run ``plan``'s workload on ``backend`` (``hip``, ``cuda`` or ``host``); each note said
-    on the way is logged as it comes and kept in the outcome."""
+    on the way is logged as it comes and kept in the outcome, and ``progress`` is told each
+    phase."""
     said: list[str] = []
 
     def note(line: str) -> None:
@@ -100,10 +112,10 @@ def run_workload(plan: Plan, backend: str) -> RunOutcome:
 
     if backend in BACKENDS:
         try:
-            return run_on_gpu(plan)
+            return run_on_gpu(plan, progress)
         except NoGpuRun as why:
             note(f"{why}; the host backend runs the workload")
-    return attrs.evolve(run_on_host(plan, note), said=tuple(said))
+    return attrs.evolve(run_on_host(plan, note, progress), said=tuple(said))
 
 
 def _settings(plan: Plan) -> tuple[RunSettings, HostRun]:
@@ -112,14 +124,14 @@ def _settings(plan: Plan) -> tuple[RunSettings, HostRun]:
     return plan.run, plan.host
 
 
-def _host_library(settings: RunSettings, host: HostRun) -> tuple[Any, int]:
-    """The host kernel library with the plan's instruction set and threads, and the threads
-    it runs."""
+def _host_library(host: HostRun) -> tuple[Any, int]:
+    """The host kernel library with the plan's instruction set, threads and OpenMP wait
+    policy, and the threads it runs."""
     from ..host.library import HostLibrary
 
-    lib = HostLibrary()
+    lib = HostLibrary(wait_policy=host.threads.wait_policy)
     lib.set_isa(host.isa)
-    return lib, lib.set_threads(settings.threads)
+    return lib, lib.set_threads(host.threads.threads or 0)
 
 
 def _card(plan: Plan, settings: RunSettings) -> GpuCard:
@@ -242,7 +254,7 @@ def _answer(
     yield answer, where
 
 
-def run_on_gpu(plan: Plan) -> RunOutcome:
+def run_on_gpu(plan: Plan, progress: Progress = unseen) -> RunOutcome:
     settings, host = _settings(plan)
     path = PATHS.get(plan.kernels["prompt_gemm"].variant)
     decision = plan.tuning.get(path.table) if path and path.table else None
@@ -255,19 +267,30 @@ def run_on_gpu(plan: Plan) -> RunOutcome:
         path is not None and plan.verbose(path.library),
     )
     what = f"the GPU run ({BACKENDS[plan.backend].runtime_name} {_runtimes(settings)})"
-    with gpu_child(CHILD, job, settings, what) as (answer, where):
+
+    def on_the_card(line: str) -> None:
+        progress("running the workload on the card", line)
+
+    with gpu_child(CHILD, job, settings, what, on_the_card) as (answer, where):
         with np.load(where / RESULTS) as arrays:
             results = unflatten(dict(arrays), answer["seconds"])
-    return _check_gpu(plan, settings, host, answer, results)
+    return _check_gpu(plan, settings, host, answer, results, progress)
 
 
 def _check_gpu(
-    plan: Plan, settings: RunSettings, host: HostRun, answer: dict[str, Any], results: Any
+    plan: Plan,
+    settings: RunSettings,
+    host: HostRun,
+    answer: dict[str, Any],
+    results: Any,
+    progress: Progress,
 ) -> RunOutcome:
     from .gpu_backend import HalfGemm
 
-    lib, _ = _host_library(settings, host)
+    lib, _ = _host_library(host)
+    progress("drawing the workload's inputs for the check")
     inputs = make_inputs(settings.workload)
+    progress("checking every result against the host backend")
     code = Path(answer["code_object"])
     reports = check(
         inputs,
@@ -300,10 +323,6 @@ class HostReference:
     def __init__(self, lib: Any, choices: Mapping[str, KernelChoice]) -> None:
         self.lib, self.choices = lib, choices
 
-    def matvec_q8_0(self, qs: Any, d: Any, xq: Any, xd: Any) -> np.ndarray:
-        y: np.ndarray = self.lib.matvec_q8_0(qs, d, xq, xd)
-        return y
-
     def expert_matvec_q8_0(self, qs: Any, d: Any, ids: Any, xq: Any, xd: Any) -> np.ndarray:
         y: np.ndarray = self.lib.expert_matvec_q8_0(qs, d, ids, xq, xd)
         return y
@@ -315,24 +334,26 @@ class HostReference:
         return self.lib.topk(scores, k, self.choices["topk"].variant)
 
 
-def run_on_host(plan: Plan, note: Callable[[str], None]) -> RunOutcome:
+def run_on_host(plan: Plan, note: Callable[[str], None], progress: Progress = unseen) -> RunOutcome:
     """The workload on the host kernel library; ``note`` takes the notes said on the way."""
     from ..host import reference
     from ..host.gemm import PromptGemm
     from ..tuning.dispatch import TunedDispatch
 
     settings, host = _settings(plan)
-    lib, threads = _host_library(settings, host)
+    lib, threads = _host_library(host)
     table = host.tuning
     for line in table.log:
         note(line)
     verbose = plan.verbose("hipblaslt")
     dispatch = TunedDispatch(table.loaded, "host BLAS", verbose=verbose)
-    read_gbs = read_bandwidth(lib.read_bytes)
+    progress("drawing the workload's inputs")
     inputs = make_inputs(settings.workload)
+    progress("measuring the DRAM read bandwidth")
+    read_gbs = read_bandwidth(lib.read_bytes, inputs.expert_qs)
     gemm = PromptGemm(inputs.w)
-    progress = sys.stderr if log.says("info") else None  # -q: no step counter
-    results = execute(lib, gemm, wall_clock, inputs, host.kernels, dispatch, progress=progress)
+    results = execute(lib, gemm, wall_clock, inputs, host.kernels, dispatch, progress)
+    progress("checking every result against numpy")
     reports = check(
         inputs,
         results,
@@ -344,7 +365,9 @@ def run_on_host(plan: Plan, note: Callable[[str], None]) -> RunOutcome:
     )
     if verbose:
         note(dispatch.summary())
-    facts = HostFacts(lib.path, lib.isa, threads, read_gbs, settings.workload.name, table)
+    facts = HostFacts(
+        lib.path, lib.isa, threads, read_gbs, settings.workload.name, table, host.threads
+    )
     return RunOutcome("host", facts, KernelReports(reports, read_gbs))
 
 

@@ -69,6 +69,11 @@ def _part(key: str) -> int:
     return int(key.split(".", 1)[1])
 
 
+def _progress(what: str, detail: str = "") -> None:
+    """A line on stdout, which the parent shows as the run's progress."""
+    print(detail or what, flush=True)
+
+
 def run(folder: Path) -> dict[str, Any]:
     from ..errors import NoGpuRun, StrataError
     from ..tuning.dispatch import TunedDispatch
@@ -84,6 +89,7 @@ def run(folder: Path) -> dict[str, Any]:
     except StrataError as refused:
         return {"refused": str(refused)}
     (folder / CONTACT).touch()
+    _progress("drawing the workload's inputs")
     inputs = make_inputs(job.workload, job.seed)
     kernels = gpu.kernels
     said: list[tuple[str, str]] = []
@@ -108,7 +114,7 @@ def run(folder: Path) -> dict[str, Any]:
 
     try:
         read_gbs = kernels.read_bandwidth(job.workload.gpu_read_bytes)
-        results = execute(kernels, gemm, on_the_card, inputs, job.choices, dispatch)
+        results = execute(kernels, gemm, on_the_card, inputs, job.choices, dispatch, _progress)
     except StrataError as failed:
         return {"refused": str(failed), "said": said}
     finally:

@@ -10,7 +10,7 @@ import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Any, Protocol, TextIO
+from typing import Any, Protocol
 
 import attrs
 import numpy as np
@@ -20,6 +20,7 @@ from ..api.kernels import TOPK_OPS
 from ..api.records import KernelChoice, Workload
 from ..errors import StrataError
 from ..tuning.dispatch import TunedDispatch
+from . import draws
 
 GB = 1e9
 #: the decode step's top-k and the prompt read's: the last call of each step
@@ -44,6 +45,17 @@ REPORTS = {
 CHOICE_OF = {"expert_matvec_q8_0": "matvec_q8_0"}
 
 
+class Progress(Protocol):
+    """Told what a run is doing (``what``, a phase) and how far it is (``detail``), for a
+    person's terminal to show."""
+
+    def __call__(self, what: str, detail: str = "") -> None: ...
+
+
+def unseen(what: str, detail: str = "") -> None:
+    """The progress of a run that nobody watches."""
+
+
 class Kernels(Protocol):
     """The operations a backend runs, each with the variant the plan chose."""
 
@@ -59,9 +71,9 @@ class Kernels(Protocol):
 
 
 class Reference(Protocol):
-    """What results are checked against: the same operations, without variants."""
+    """What results are checked against: the same operations, without variants (a matvec is
+    checked as an expert step of one expert)."""
 
-    def matvec_q8_0(self, qs: Any, d: Any, xq: Any, xd: Any) -> np.ndarray: ...
     def expert_matvec_q8_0(self, qs: Any, d: Any, ids: Any, xq: Any, xd: Any) -> np.ndarray: ...
     def router_topk(self, logits: Any, k: int) -> tuple[np.ndarray, np.ndarray]: ...
     def topk(self, scores: Any, k: int) -> tuple[np.ndarray, np.ndarray]: ...
@@ -118,17 +130,9 @@ def random_experts(
     """Q8_0 weights of ``experts`` experts drawn as raw random bits (-128 taken to -127, as
     Q8_0 never gives it), with scales of the size unit-normal weights quantize to (0.01 to
     0.03): a dense FP32 matrix first would take nine times the memory and the time."""
-    qs = _raw_bits(rng, experts * rows * cols).view(np.int8)
-    np.maximum(qs, -127, out=qs)
-    levels = np.linspace(0.01, 0.03, 1024).astype(np.float16)
-    d = levels[_raw_bits(rng, 2 * experts * rows * (cols // q8.BLOCK)).view(np.uint16) & 1023]
+    qs = draws.q8_values(rng, experts * rows * cols)
+    d = draws.q8_scales(rng, experts * rows * (cols // q8.BLOCK))
     return qs.reshape(experts, rows, cols), d.reshape(experts, rows, cols // q8.BLOCK)
-
-
-def _raw_bits(rng: np.random.Generator, nbytes: int) -> np.ndarray:
-    """``nbytes`` random bytes (as uint8) straight from the generator's 64-bit words."""
-    words = rng.bit_generator.random_raw(-(-nbytes // 8))
-    return np.asarray(words, np.uint64).view(np.uint8)[:nbytes]
 
 
 def make_inputs(workload: Workload, seed: int = 0) -> Inputs:
@@ -140,7 +144,7 @@ def make_inputs(workload: Workload, seed: int = 0) -> Inputs:
 
     def scores(queries: int = 1) -> np.ndarray:
         shape = (queries, w.context_cells) if queries > 1 else (w.context_cells,)
-        return rng.standard_normal(shape, dtype=np.float32)
+        return draws.standard_normal(rng, shape)
 
     def logits(tokens: int) -> np.ndarray:
         return rng.standard_normal((tokens, w.experts), dtype=np.float32)
@@ -181,7 +185,7 @@ def execute(
     inputs: Inputs,
     choices: Mapping[str, KernelChoice],
     dispatch: TunedDispatch,
-    progress: TextIO | None = None,
+    progress: Progress = unseen,
 ) -> list[tuple[Any, float]]:
     """Every call's result and seconds, in order; nothing is checked here. The weights are
     kept where the kernels read them before the first call."""
@@ -190,9 +194,11 @@ def execute(
         kernels.keep, (inputs.qs, inputs.d, inputs.expert_qs, inputs.expert_d)
     )
     gemm_key = gemm.table_key(w.prompt_tokens)
-    steps = w.decode_steps + w.prompt_steps
+    steps = {"decode": w.decode_steps, "prompt": w.prompt_steps}
     done: list[tuple[Any, float]] = []
     for call in inputs.calls:
+        if not done or call.step != inputs.calls[len(done) - 1].step:
+            progress("running the workload", f"{call.step} of {steps[call.step.split()[0]]}")
         variant = choices[CHOICE_OF.get(call.op, call.op)].variant
         run: Callable[[], Any]
         if call.op == "matvec_q8_0":
@@ -207,11 +213,6 @@ def execute(
         else:
             run = partial(dispatch.launch, gemm_key, partial(gemm, call.inputs[0]))
         done.append(clock(run))
-        if call.op in TOPK and progress is not None and progress.isatty():
-            finished = sum(c.op in TOPK for c in inputs.calls[: len(done)])
-            print(f"\rrun: step {finished}/{steps}", end="", file=progress, flush=True)
-    if progress is not None and progress.isatty():
-        print(file=progress)
     return done
 
 
@@ -268,8 +269,8 @@ def check(
     trust: str,
     call_seconds: Sequence[float] = (),
 ) -> dict[str, KernelReport]:
-    """Every result against the reference, in order, and the reports of those that pass; the
-    first that differs stops the run with the step it came from. ``call_seconds``, on a GPU:
+    """Every result against the reference, and the reports of those that pass; the first
+    call that differs stops the run with the step it came from. ``call_seconds``, on a GPU:
     each call's time from the host, beside its GPU time in ``results``."""
     w = inputs.workload
     reports = {
@@ -281,13 +282,15 @@ def check(
             f"{trust} gave {len(results)} results for {len(inputs.calls)} calls; "
             "it is not to be trusted here"
         )
+    wrong = first_wrong(inputs, results, reference, gemm)
+    if wrong is not None:
+        call = inputs.calls[wrong]
+        raise StrataError(
+            f"{call.op} gave a wrong result in {call.step}: it differs from "
+            f"{reference_name}; {trust} is not to be trusted here"
+        )
     ids = np.empty((0, w.experts_per_token), np.int32)
     for call, (got, seconds) in zip(inputs.calls, results, strict=True):
-        if not _agrees(call, got, inputs, reference, gemm, ids):
-            raise StrataError(
-                f"{call.op} gave a wrong result in {call.step}: it differs from "
-                f"{reference_name}; {trust} is not to be trusted here"
-            )
         report = reports[call.report]
         report.seconds.append(seconds)
         report.checked += 1
@@ -318,31 +321,71 @@ def _choice(choices: Mapping[str, KernelChoice], op: str) -> tuple[str, str]:
     return choice.variant, choice.reason
 
 
-def _agrees(
-    call: Call,
-    got: Any,
+def first_wrong(
     inputs: Inputs,
+    results: Sequence[tuple[Any, float]],
     reference: Reference,
     gemm: GemmReference,
-    ids: np.ndarray,
-) -> bool:
-    """Whether a call's result is the reference's; ``ids`` are the router's before it."""
-    w = inputs.workload
-    if call.op == "matvec_q8_0":
-        want = reference.matvec_q8_0(inputs.qs, inputs.d, *call.inputs)
-        return close_to(got, want, 1e-5)
-    if call.op == "expert_matvec_q8_0":
-        want = reference.expert_matvec_q8_0(inputs.expert_qs, inputs.expert_d, ids, *call.inputs)
-        return close_to(got, want, 1e-5)
-    if call.op == "router_topk":
-        want_ids, want_weights = reference.router_topk(call.inputs[0], w.experts_per_token)
-        ids, weights = got
-        return np.array_equal(ids, want_ids) and np.allclose(
-            weights, want_weights, rtol=1e-5, atol=1e-7
+) -> int | None:
+    """The index of the first call whose result is not the reference's, or None. The routers
+    are checked first, one by one, as each expert step runs on its router's ids; the calls
+    before the first wrong router are then checked a kind at a time, each kind in as few
+    reference calls as it takes (every decode step's matvec in one, the tokens of every
+    expert step in one, every decode step's top-k in one), so that the reference reads each
+    weight once."""
+    calls, w = inputs.calls, inputs.workload
+    agrees: dict[int, bool] = {}
+    end = len(calls)
+    for i, call in enumerate(calls):
+        if call.op == "router_topk":
+            want_ids, want_weights = reference.router_topk(call.inputs[0], w.experts_per_token)
+            got_ids, got_weights = results[i][0]
+            agrees[i] = np.array_equal(got_ids, want_ids) and np.allclose(
+                got_weights, want_weights, rtol=1e-5, atol=1e-7
+            )
+            if not agrees[i]:
+                end = i
+                break
+
+    def of(op: str) -> list[int]:
+        return [i for i in range(end) if calls[i].op == op]
+
+    matvecs = of("matvec_q8_0")
+    if matvecs:
+        xq, xd = (np.stack([calls[i].inputs[part] for i in matvecs]) for part in (0, 1))
+        one_expert = np.zeros((len(matvecs), 1), np.int32)
+        want = reference.expert_matvec_q8_0(inputs.qs[None], inputs.d[None], one_expert, xq, xd)
+        agrees |= {
+            i: close_to(results[i][0], y[0], 1e-5) for i, y in zip(matvecs, want, strict=True)
+        }
+    experts = of("expert_matvec_q8_0")
+    if experts:
+        routed = [results[i - 1][0][0] for i in experts]  # the router's, just before
+        xq, xd = (np.concatenate([calls[i].inputs[part] for i in experts]) for part in (0, 1))
+        want = reference.expert_matvec_q8_0(
+            inputs.expert_qs, inputs.expert_d, np.concatenate(routed), xq, xd
         )
-    if call.op in TOPK:
-        return np.array_equal(got[0], reference.topk(call.inputs[0], w.cells_kept)[0])
-    return close_to(got, gemm.expected(call.inputs[0]), gemm.tolerance)
+        bounds = np.cumsum([len(ids) for ids in routed])[:-1]
+        agrees |= {
+            i: close_to(results[i][0], y, 1e-5)
+            for i, y in zip(experts, np.split(want, bounds), strict=True)
+        }
+    decode_topk = of(TOPK[0])
+    if decode_topk:
+        rows = np.stack([calls[i].inputs[0] for i in decode_topk])
+        want_ids = reference.topk(rows, w.cells_kept)[0]
+        agrees |= {
+            i: np.array_equal(results[i][0][0], ids)
+            for i, ids in zip(decode_topk, want_ids, strict=True)
+        }
+    for i in of(TOPK[1]):
+        agrees[i] = np.array_equal(
+            results[i][0][0], reference.topk(calls[i].inputs[0], w.cells_kept)[0]
+        )
+    for i in of("prompt_gemm"):
+        x = calls[i].inputs[0]
+        agrees[i] = close_to(results[i][0], gemm.expected(x), gemm.tolerance)
+    return min((i for i, ok in agrees.items() if not ok), default=None)
 
 
 def close_to(got: Any, want: np.ndarray, tolerance: float) -> bool:
@@ -353,9 +396,18 @@ def close_to(got: Any, want: np.ndarray, tolerance: float) -> bool:
     )
 
 
-def read_bandwidth(read_bytes: Callable[[np.ndarray], Any], repeats: int = 5) -> float:
-    """GB/s of all threads reading a buffer larger than the caches."""
-    buffer = np.ones(BANDWIDTH_BUFFER, dtype=np.uint8)
+def read_bandwidth(
+    read_bytes: Callable[[np.ndarray], Any], weights: np.ndarray, repeats: int = 5
+) -> float:
+    """GB/s of all threads reading BANDWIDTH_BUFFER bytes, more than the caches hold: of the
+    workload's ``weights`` where they are that large (no memory of its own), else of a buffer
+    of that size."""
+    flat = weights.reshape(-1).view(np.uint8)
+    buffer = (
+        flat[:BANDWIDTH_BUFFER]
+        if flat.nbytes >= BANDWIDTH_BUFFER
+        else np.ones(BANDWIDTH_BUFFER, np.uint8)
+    )
     read_bytes(buffer)
     times = []
     for _ in range(repeats):

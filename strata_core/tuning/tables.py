@@ -209,9 +209,31 @@ def parse(text: str, path: Path) -> Table:
         problems.append(f"{path}:{len(lines)}: no rows")
     if kind is ROCBLAS:
         problems += _rocblas_buckets(path, rows)
+    if kind is HOST:
+        problems += _host_threads(path, meta)
     if problems:
         raise TableError(problems)
     return Table(kind, arch, version, tuple(rows), min_gain, meta, path)
+
+
+#: the OpenMP wait policies a host table may record (OMP_WAIT_POLICY)
+WAIT_POLICIES = ("active", "passive")
+
+
+def _host_threads(path: Path, meta: dict[str, str]) -> list[str]:
+    """A host table's ``threads=N`` and ``omp_wait_policy=...``, where it records them."""
+    problems = []
+    threads = meta.get("threads")
+    if threads is not None and not (is_digits(threads) and int(threads) > 0):
+        problems.append(f"{path}:1: threads must be a whole number from 1, got {threads!r}")
+    policy = meta.get("omp_wait_policy")
+    if policy is not None and policy not in WAIT_POLICIES:
+        problems.append(
+            f"{path}:1: omp_wait_policy must be {' or '.join(WAIT_POLICIES)}, got {policy!r}"
+        )
+    if policy is not None and threads is None:
+        problems.append(f"{path}:1: omp_wait_policy without threads")
+    return problems
 
 
 def _rocblas_buckets(path: Path, rows: list[Row]) -> list[str]:
