@@ -104,7 +104,8 @@ def facts(record: Record) -> str:
     m = record["machine"]
     when = record["date"].replace("T", " ").removesuffix("Z") + " UTC"
     commit = f"commit `{record['commit']}`" if record["commit"] else "an unknown commit"
-    read = f"{record['read']['what']}: {record['read']['gbs']:,.1f} GB/s"
+    what_read = record["read"]["what"]
+    read = f"{what_read[:1].upper()}{what_read[1:]}: {record['read']['gbs']:,.1f} GB/s"
     if m["kind"] == "cpu":
         what = (
             f"{m['isa_level']}, host kernels {m['kernels_isa']}, {m['threads']} threads on "
