@@ -11,6 +11,11 @@ where the page's switch runs it) against torch.topk and the read, the router aga
 torch.topk + softmax. Every result is checked against the host backend first.
 
     python bench/gpu_kernels.py [--repeats N] [--only matvec|experts|topk|router ...]
+                                [--json FILE [--commit REV]]
+
+--json also writes the figures (bench/bench_json.py): the card, its driver, the date, the commit
+(--commit names it where the tree is not a git checkout) and each case beside its peers;
+bench/results_page.py draws docs/results.md from such files.
 
 Needs strata[cuda] installed, the NVIDIA driver, and PyTorch with CUDA.
 """
@@ -20,7 +25,9 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from pathlib import Path
 
+import bench_json
 import numpy as np
 import torch
 
@@ -63,6 +70,11 @@ REGISTER_ON_A_PROMPT_READ = {"STRATA_TOPK_STREAM": "0"}
 FREED_CLEARED_S = 0.1
 #: the bench's parts, each selectable with --only
 PARTS = ["matvec", "experts", "topk", "router"]
+#: where the NVIDIA driver's module says its version
+NVIDIA_VERSION = Path("/sys/module/nvidia/version")
+
+#: a printed row (what, its time, against what) and its case for --json, if it is one
+Row = tuple[str, str, str, bench_json.Record | None]
 
 
 def torch_ms(call, repeats: int, hold: bool = True) -> float:
@@ -94,21 +106,23 @@ def device_copy(repeats: int) -> tuple[float, float]:
     return ms, buffer.numel() / (ms / 1e3) / GB
 
 
-def of_read(kernels: GpuKernels, nbytes: int, gbs: float, read_gbs: float) -> str:
+def of_read(
+    kernels: GpuKernels, nbytes: int, gbs: float, read_gbs: float
+) -> tuple[str, float]:
     """``gbs`` over ``nbytes`` as a share of the read kernel's 4 GiB rate, and beside it the
     read kernel's own share over as many bytes, timed the same way once the driver has cleared
-    the memory the kernel's call freed."""
+    the memory the kernel's call freed; and that share."""
     time.sleep(FREED_CLEARED_S)
-    same = kernels.read_bandwidth(nbytes, kernels.repeats)
+    same = kernels.read_bandwidth(nbytes, kernels.repeats) / read_gbs
     return (
         f"{gbs:,.0f} GB/s = {gbs / read_gbs:.0%} of read (a {nbytes / 1e6:,.1f} MB read: "
-        f"{same / read_gbs:.0%})"
-    )
+        f"{same:.0%})"
+    ), same
 
 
 def topk_rows(
     kernels: GpuKernels, host: HostLibrary, scores: np.ndarray, k: int, repeats: int, read_gbs
-) -> list[tuple]:
+) -> list[Row]:
     """Our top-k of every row, with each variant the plan names for the shape (with and without
     STRATA_TOPK_STREAM=0), against the host library's ids and torch.topk on the same tensor;
     GB/s over the scores read once."""
@@ -131,22 +145,28 @@ def topk_row(
     variant: str,
     theirs: float,
     read_gbs: float,
-) -> tuple:
+) -> Row:
     (ids, _), ms = ours_ms(kernels, lambda: kernels.topk(scores, k, variant))
     assert np.array_equal(ids, host.topk(scores, k, "register")[0]), f"topk {k} differs"
     gbs = scores.nbytes / (ms / 1e3) / GB
     queries = f"{scores.shape[0]} x " if scores.ndim == 2 else ""
+    read, same = of_read(kernels, scores.nbytes, gbs, read_gbs)
+    torch_topk = bench_json.peer("torch", "torch.topk", theirs / 1e3, scores.nbytes, read_gbs)
     return (
         f"topk {k} of {queries}{scores.shape[-1]} {variant}",
         f"{ms:.3f} ms",
-        f"{of_read(kernels, scores.nbytes, gbs, read_gbs)}; "
-        f"torch.topk {theirs:.3f} ms: {theirs / ms:.2f}x",
-    )
+        f"{read}; torch.topk {theirs:.3f} ms: {theirs / ms:.2f}x",
+        bench_json.case(
+            "topk", f"{k} of {queries}{scores.shape[-1]}", ms / 1e3, variant=variant,
+            nbytes=scores.nbytes, read_gbs=read_gbs, peers=[torch_topk],
+            same_bytes_read_share=same,
+        ),
+    )  # fmt: skip
 
 
 def matvec_row(
     kernels: GpuKernels, host: HostLibrary, rng, rows: int, cols: int, read_gbs, repeats: int
-):
+) -> Row:
     w = rng.standard_normal((rows, cols), dtype=np.float32)
     qs, d = q8.quantize_rows(w)
     del w
@@ -158,15 +178,22 @@ def matvec_row(
     weights = torch.from_numpy(qs).cuda().half()
     x = torch.randn(cols, dtype=torch.half, device="cuda")
     theirs = torch_ms(lambda: torch.mv(weights, x), repeats)
+    fp16_bytes = weights.nbytes + x.nbytes
     del weights
+    read, same = of_read(kernels, qs.nbytes + d.nbytes, gbs, read_gbs)
+    torch_mv = bench_json.peer("torch", "torch.mv, FP16", theirs / 1e3, fp16_bytes, read_gbs)
     return (
         f"matvec_q8_0 {rows}x{cols}",
         f"{ms:.3f} ms",
-        f"{of_read(kernels, qs.nbytes + d.nbytes, gbs, read_gbs)}; torch FP16 mv {theirs:.3f} ms",
-    )
+        f"{read}; torch FP16 mv {theirs:.3f} ms",
+        bench_json.case(
+            "matvec_q8_0", f"{rows}x{cols}", ms / 1e3, nbytes=qs.nbytes + d.nbytes,
+            read_gbs=read_gbs, peers=[torch_mv], same_bytes_read_share=same,
+        ),
+    )  # fmt: skip
 
 
-def expert_rows(kernels: GpuKernels, host: HostLibrary, rng, read_gbs) -> list[tuple]:
+def expert_rows(kernels: GpuKernels, host: HostLibrary, rng, read_gbs) -> list[Row]:
     """The expert step of large-moe for each of EXPERT_TOKENS, ids as a router gives them
     (k distinct experts a token); GB/s over the distinct experts read."""
     qs, d = random_experts(rng, EXPERTS, EXPERT_ROWS, HIDDEN)
@@ -183,17 +210,23 @@ def expert_rows(kernels: GpuKernels, host: HostLibrary, rng, read_gbs) -> list[t
         distinct = len(np.unique(ids))
         read = distinct * expert_bytes
         gbs = read / (ms / 1e3) / GB
+        text, same = of_read(kernels, read, gbs, read_gbs)
+        shape = f"{tokens} tok x {EXPERT_K} of {EXPERTS}"
         rows.append((
-            f"experts {tokens} tok x {EXPERT_K} of {EXPERTS}",
+            f"experts {shape}",
             f"{ms:.3f} ms",
-            f"{distinct} experts read: {of_read(kernels, read, gbs, read_gbs)}",
+            f"{distinct} experts read: {text}",
+            bench_json.case(
+                "expert_matvec_q8_0", f"{shape} ({distinct} read)", ms / 1e3, nbytes=read,
+                read_gbs=read_gbs, same_bytes_read_share=same,
+            ),
         ))  # fmt: skip
     return rows
 
 
 def router_row(
-    kernels: GpuKernels, rng, tokens: int, experts: int, vllm_us: float | None, repeats
-):
+    kernels: GpuKernels, rng, tokens: int, experts: int, vllm_us: float | None, repeats, read_gbs
+) -> Row:
     logits = rng.standard_normal((tokens, experts), dtype=np.float32)
     (ids, weights), ms = ours_ms(kernels, lambda: kernels.router_topk(logits, 8, "fast"))
     want_ids, want_weights = reference.router_topk(logits, 8)
@@ -210,11 +243,42 @@ def router_row(
         if vllm_us is not None
         else f"vLLM topk_softmax: timed on an {VLLM_CARD} only"
     )
+    torch_router_peer = bench_json.peer(
+        "torch", "torch.topk + softmax", theirs / 1e3, logits.nbytes, read_gbs
+    )
+    peers = [torch_router_peer]
+    if vllm_us is not None:
+        note = f"not timed in this run: issue 22's median on an {VLLM_CARD}"
+        peers.append(bench_json.peer("vllm", "topk_softmax", vllm_us / 1e6, note=note))
     return (
         f"router_topk {tokens}x{experts} k=8",
         f"{ms * 1e3:.1f} us",
         f"torch.topk+softmax {theirs * 1e3:.1f} us: {theirs / ms:.2f}x; {vllm}",
-    )
+        bench_json.case(
+            "router_topk", f"{tokens}x{experts} k=8", ms / 1e3, variant="fast",
+            nbytes=logits.nbytes, read_gbs=read_gbs, peers=peers,
+        ),
+    )  # fmt: skip
+
+
+def card_machine(
+    card, kernels: GpuKernels, driver: CudaDriver, repeats: int
+) -> bench_json.Record:
+    """The card as the JSON record names it."""
+    try:
+        nvidia = NVIDIA_VERSION.read_text().strip()
+    except OSError:
+        nvidia = None
+    return {
+        "kind": "gpu",
+        "name": card.name,
+        "target": card.gfx,
+        "code_object": kernels.code.path.name,
+        "driver": nvidia,
+        "cuda_driver": driver.version(),
+        "torch": torch.__version__,
+        "repeats": repeats,
+    }
 
 
 def main() -> None:
@@ -223,6 +287,8 @@ def main() -> None:
     parser.add_argument(
         "--only", nargs="+", choices=PARTS, default=PARTS, help="the parts to run (default: all)"
     )
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the figures here")
+    parser.add_argument("--commit", help="the commit measured (default: the checkout's)")
     args = parser.parse_args()
     repeats, parts = args.repeats, set(args.only)
     torch.cuda.init()
@@ -233,12 +299,14 @@ def main() -> None:
     kernels = GpuKernels(driver, code, card, repeats=repeats, hold_bytes=HOLD_BYTES)
     host = HostLibrary()
     rng = np.random.default_rng(0)
-    rows = []
+    rows: list[Row] = []
 
     copy_ms, copy_gbs = device_copy(repeats)
-    rows.append(("torch copy 4 GiB (read side)", f"{copy_ms:.3f} ms", f"{copy_gbs:,.0f} GB/s"))
+    copy = {"name": "torch copy 4 GiB (read side)", "seconds": copy_ms / 1e3, "gbs": copy_gbs}
+    rows.append((copy["name"], f"{copy_ms:.3f} ms", f"{copy_gbs:,.0f} GB/s", None))
     read_gbs = kernels.read_bandwidth(4 << 30, repeats)
-    rows.append(("read kernel 4 GiB", "", f"{read_gbs:,.0f} GB/s"))
+    read = {"what": "the read kernel over 4 GiB", "gbs": read_gbs}
+    rows.append(("read kernel 4 GiB", "", f"{read_gbs:,.0f} GB/s", None))
 
     if "matvec" in parts:
         for rows_, cols in MATVEC_SHAPES:
@@ -255,13 +323,21 @@ def main() -> None:
         on_vllm_card = VLLM_CARD in card.name
         for (tokens, experts), vllm_us in ROUTER_SHAPES.items():
             vllm = vllm_us if on_vllm_card else None
-            rows.append(router_row(kernels, rng, tokens, experts, vllm, repeats))
+            rows.append(router_row(kernels, rng, tokens, experts, vllm, repeats, read_gbs))
     floor_us = 16 / (kernels.read_bandwidth(16, repeats) * GB) * 1e6
-    rows.append(("one launch (read kernel, 16 B)", f"{floor_us:.1f} us", "the floor of any call"))
+    floor = {"name": "one launch (read kernel, 16 B)", "seconds": floor_us / 1e6}
+    rows.append((floor["name"], f"{floor_us:.1f} us", "the floor of any call", None))
     kernels.close()
     print(f"{card.name} ({card.gfx}), {kernels.code.path.name}; medians of {repeats}, held")
-    for name, took, against in rows:
+    for name, took, against, _ in rows:
         print(f"  {name:<32} {took:>12}   {against}")
+    if args.json:
+        cases = [case for *_, case in rows if case is not None]
+        machine = card_machine(card, kernels, driver, repeats)
+        commit = args.commit or bench_json.git_commit()
+        answer = bench_json.record("gpu_kernels", commit, machine, read, cases, [copy, floor])
+        bench_json.write(args.json, answer)
+        print(f"wrote {args.json}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Host kernel speeds against this machine's limits, numpy and (given a build) ggml's CPU
 backend, side by side in one run.
 
-    uv run python bench/host_kernels.py [--threads N] [--isa NAME] [--ggml DIR]
+    uv run python bench/host_kernels.py [--threads N] [--isa NAME] [--ggml DIR] [--json FILE]
 
 --threads: threads for the host kernels and for ggml alike (default: every core).
 --isa: run the host kernels with this instruction set (one of platform.KERNEL_ISAS, at most
@@ -16,6 +16,10 @@ it; build it yourself, for example (the issue 21 numbers are from commit d99724f
         -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF
     make -C /tmp/ggml-build -j"$(nproc)"
     uv run python bench/host_kernels.py --ggml /tmp/ggml-build
+
+--json: also write the figures as JSON (bench/bench_json.py), the CPU, its ISA, the date and
+the commit (--commit names it where the tree is not a git checkout); bench/results_page.py
+draws docs/results.md from such files.
 
 Each case runs on the same inputs on every side, the calls alternating round by round, and
 the results are checked equal before anything is timed: matvec_q8_0 against ggml's mul_mat of
@@ -42,6 +46,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import bench_json
 import numpy as np
 from ggml_peer import Ggml, NotAGgmlBuild
 
@@ -49,7 +54,7 @@ from strata_core.errors import StrataError
 from strata_core.host import reference
 from strata_core.host.gemm import PromptGemm
 from strata_core.host.library import HostLibrary
-from strata_core.host.platform import KERNEL_ISAS
+from strata_core.host.platform import KERNEL_ISAS, blas_version, cpu_name, isa_level
 from strata_core.host.topk_bands import host_topk_choice
 from strata_core.q8 import BLOCK
 
@@ -61,6 +66,17 @@ ROUTER_WEIGHTS_CLOSE = 1e-5
 
 
 Calls = dict[str, Callable[[], object]]
+
+#: by kernel, the call each peer side times, as the JSON names it
+PEER_CALLS = {
+    "matvec_q8_0": {"ggml": "ggml_mul_mat, Q8_0 weights by an F32 vector"},
+    "topk": {"numpy": "np.argpartition", "ggml": "ggml_top_k"},
+    "router_topk": {
+        "numpy": "argpartition, sort, softmax",
+        "ggml": "llama.cpp's MoE gating: soft_max, top_k, get_rows, normalised",
+    },
+    "prompt_gemm": {"numpy": "numpy matmul"},
+}
 
 
 class Disagree(Exception):
@@ -140,6 +156,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=0, help="threads on every side (0: all)")
     parser.add_argument("--isa", help="instruction set of the host kernels (default: the best)")
     parser.add_argument("--ggml", type=Path, metavar="DIR", help="a local shared build of ggml")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the figures here")
+    parser.add_argument("--commit", help="the commit measured (default: the checkout's)")
     args = parser.parse_args(argv)
     if args.threads < 0:
         parser.error("--threads must be 0 (every core) or more")
@@ -167,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         except NotAGgmlBuild as error:
             print(f"host_kernels: --ggml: {error}", file=sys.stderr)
             return 2
+    load_at_start = os.getloadavg()[0]
     print(f"host library {lib.path.name}: {lib.isa}, {threads_named(threads)}; {load()}")
     if ggml:
         print(ggml.describe())
@@ -183,11 +202,49 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     bench.prompt_gemm()
     print(f"at the end: {load()}")
+    if args.json:
+        machine = cpu_machine(lib, threads, ggml, (load_at_start, os.getloadavg()[0]))
+        read = {"what": "DRAM read, 1 GiB", "gbs": bench.dram_gbs}
+        commit = args.commit or bench_json.git_commit()
+        answer = bench_json.record("host_kernels", commit, machine, read, bench.cases)
+        bench_json.write(args.json, answer)
+        print(f"wrote {args.json}")
     if ggml:
         print("\n| case | strata | ggml | strata/ggml |\n| --- | --- | --- | --- |")
         for case, ours, theirs in bench.against_ggml:
             print(f"| {case} | {duration(ours)} | {duration(theirs)} | {vs_ggml(ours, theirs)} |")
     return 0
+
+
+def cpu_machine(
+    lib: HostLibrary, threads: int, ggml: Ggml | None, load_average: tuple[float, float]
+) -> bench_json.Record:
+    """The CPU as the JSON record names it, the load average at the start and the end."""
+    return {
+        "kind": "cpu",
+        "name": cpu_name(),
+        "cpuid": cpuid(),
+        "isa_level": isa_level(),
+        "kernels_isa": lib.isa,
+        "cores": os.cpu_count(),
+        "threads": threads,
+        "numpy": blas_version(),
+        "ggml": ggml.describe() if ggml else None,
+        "load_average": list(load_average),
+    }
+
+
+def cpuid(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
+    """family, model and stepping: a CPU that a hypervisor names only "AMD EPYC" is told apart
+    by them."""
+    try:
+        lines = cpuinfo.read_text().splitlines()
+    except OSError:
+        return None
+    pairs = (line.split(":", 1) for line in lines if ":" in line)
+    fields = {key.strip(): value.strip() for key, value in pairs}
+    parts = [f"{key} {fields[key]}" for key in ("cpu family", "model", "stepping") if key in fields]
+    return ", ".join(parts) or None
 
 
 def threads_named(threads: int) -> str:
@@ -213,12 +270,34 @@ class Bench:
         self.lib, self.ggml = lib, ggml
         self.rng = np.random.default_rng(0)
         self.against_ggml: list[tuple[str, float, float]] = []
+        self.cases: list[bench_json.Record] = []
+        self.dram_gbs: float | None = None
 
     def compare(self, case: str, calls: Calls, repeats: int) -> dict[str, float]:
         times = side_by_side(calls, repeats)
         if "ggml" in times:
             self.against_ggml.append((case, times["strata"], times["ggml"]))
         return times
+
+    def record(
+        self,
+        kernel: str,
+        shape: str,
+        times: dict[str, float],
+        nbytes: int | None,
+        variant: str | None = None,
+    ) -> None:
+        """The case for --json: strata's median and each peer's, every side over the same
+        ``nbytes`` (None where the case is not a read: the GEMM)."""
+        peers = [
+            bench_json.peer(side, call, times[side], nbytes, self.dram_gbs)
+            for side, call in PEER_CALLS[kernel].items()
+            if side in times
+        ]
+        self.cases.append(bench_json.case(
+            kernel, shape, times["strata"], variant=variant, nbytes=nbytes,
+            read_gbs=self.dram_gbs, peers=peers,
+        ))  # fmt: skip
 
     def ggml_part(self, times: dict[str, float], name: str) -> str:
         if "ggml" not in times:
@@ -249,8 +328,10 @@ class Bench:
         calls = {"read": lambda: self.lib.read_bytes(buffer), **self.matvec_calls(rows, cols)}
         times = self.compare(f"matvec_q8_0 {rows}x{cols}", calls, 15)
         dram = buffer.nbytes / times["read"] / 1e9
+        self.dram_gbs = dram
         print(f"DRAM read (1 GiB): {dram:.1f} GB/s")
         bytes_read = rows * cols + rows * cols // BLOCK * 2
+        self.record("matvec_q8_0", f"{rows}x{cols}", times, bytes_read, self.lib.isa)
         rate = bytes_read / times["strata"] / 1e9
         print(
             f"matvec_q8_0 {rows}x{cols} ({bytes_read / MB:.0f} MiB): {duration(times['strata'])}, "
@@ -259,6 +340,8 @@ class Bench:
 
     def matvec(self, rows: int, cols: int) -> None:
         times = self.compare(f"matvec_q8_0 {rows}x{cols}", self.matvec_calls(rows, cols), 101)
+        nbytes = rows * cols + rows * cols // BLOCK * 2
+        self.record("matvec_q8_0", f"{rows}x{cols}", times, nbytes, self.lib.isa)
         print(
             f"matvec_q8_0 {rows}x{cols}: {duration(times['strata'])}"
             + self.ggml_part(times, "ggml")
@@ -278,6 +361,7 @@ class Bench:
             print(f"topk {k} of {cells} against ggml: {check}")
             calls["ggml"] = theirs.run
         times = self.compare(f"top {k} of {cells}", calls, 51)
+        self.record("topk", f"{k} of {cells}", times, scores.nbytes, variant)
         print(
             f"topk {k} of {cells}: {duration(times['strata'])} "
             f"({variant}); numpy argpartition "
@@ -297,6 +381,7 @@ class Bench:
             print(f"router {tokens}x{experts} k={k} against ggml: {check}")
             calls["ggml"] = theirs.run
         times = self.compare(f"router {tokens}x{experts} k={k}", calls, 101)
+        self.record("router_topk", f"{tokens}x{experts} k={k}", times, logits.nbytes)
         print(
             f"router_topk {tokens}x{experts} k={k}: {duration(times['strata'])}; numpy "
             f"{duration(times['numpy'])} ({times['numpy'] / times['strata']:.1f}x)"
@@ -308,6 +393,7 @@ class Bench:
         w = self.rng.standard_normal((4096, 4096), dtype=np.float32)
         gemm = PromptGemm(w)
         times = side_by_side({"strata": lambda: gemm(x), "numpy": lambda: x @ w}, 15)
+        self.record("prompt_gemm", "512x4096x4096", times, None)
         print(
             f"prompt GEMM 512x4096x4096: {duration(times['strata'])}; numpy matmul "
             f"{duration(times['numpy'])} ({times['strata'] / times['numpy']:.2f}x the time)"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # strata on an NVIDIA GPU, in two steps:
 #   scripts/nvidia-gpu.sh prepare [REV]
-#                                   here (with the package index): every wheel into dist/, and
-#                                   the CPython 3.12 wheels a bare machine lacks into .whl/;
+#                                   here (with the package index): every wheel into dist/ with
+#                                   the commit they are built from (dist/commit.txt), and the
+#                                   CPython 3.12 wheels a bare machine lacks into .whl/;
 #                                   with REV, that revision's strata and strata-cuda wheels
 #                                   into dist-base/ too (built in a temporary worktree), the
 #                                   other side of `ab`
@@ -17,8 +18,10 @@
 #                                   cuBLASLt (strata-core tune), runs with and without the
 #                                   table (two runs each) and with a table naming a solution
 #                                   cuBLASLt refuses; outputs land in $OUT (default:
-#                                   ./nvidia-out). cuBLASLt: STRATA_CUBLASLT_LIBRARY, else
-#                                   PyTorch's copy, else the loader's.
+#                                   ./nvidia-out), the benches' figures as JSON too (what
+#                                   bench/results_page.py draws docs/results.md from).
+#                                   cuBLASLt: STRATA_CUBLASLT_LIBRARY, else PyTorch's copy,
+#                                   else the loader's.
 #   scripts/nvidia-gpu.sh kernels   on the GPU machine: the same install, then only
 #                                   bench/gpu_kernels.py and strata-core run
 #                                   with each shipped profile
@@ -32,6 +35,7 @@ cd "$(dirname "$0")/.."
 case "${1:-}" in
 prepare)
     scripts/build-wheels.sh dist
+    git describe --always --dirty --abbrev=12 > dist/commit.txt
     mkdir -p .whl
     python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 \
         --implementation cp --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
@@ -58,6 +62,8 @@ run | kernels | ab)
         python3 -m pip install --quiet --no-index --no-deps --no-compile --target "$@" \
             "$repo"/.whl/*.whl
     }
+    commit=()
+    [ -s dist/commit.txt ] && commit=(--commit "$(cat dist/commit.txt)")
     site=/tmp/strata-site
     install "$site" dist/strata-*.whl dist/strata_cuda-*.whl
     export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH} STRATA_CACHE=0 PYTHONUNBUFFERED=1
@@ -83,7 +89,8 @@ run | kernels | ab)
         exit 0
     fi
     if [ "$1" = kernels ]; then
-        python3 "$repo/bench/gpu_kernels.py" | tee "$out/bench.txt"
+        python3 "$repo/bench/gpu_kernels.py" --json "$out/gpu_kernels.json" "${commit[@]}" |
+            tee "$out/bench.txt"
         for profile in small-moe deep-context deep-context-k2048 large-moe; do
             strata-core run --profile $profile | tee "$out/run-$profile.txt"
         done
@@ -93,7 +100,8 @@ run | kernels | ab)
     strata-core devices
     strata-core plan | head -4
     python3 "$repo/bench/plan_speed.py" | tee "$out/plan_speed.txt"
-    python3 "$repo/bench/gpu_kernels.py" | tee "$out/bench.txt"
+    python3 "$repo/bench/gpu_kernels.py" --json "$out/gpu_kernels.json" "${commit[@]}" |
+        tee "$out/bench.txt"
     for profile in deep-context deep-context-k2048 large-moe; do
         strata-core run --profile $profile | tee "$out/run-$profile.txt"
     done
@@ -114,7 +122,8 @@ run | kernels | ab)
             echo "ggml did not build; the host bench runs without it" >&2
         fi
     fi
-    python3 "$repo/bench/host_kernels.py" --threads 2 "${ggml[@]}" | tee "$out/host_kernels.txt"
+    python3 "$repo/bench/host_kernels.py" --threads 2 "${ggml[@]}" \
+        --json "$out/host_kernels.json" "${commit[@]}" | tee "$out/host_kernels.txt"
     if [ -z "${STRATA_CUBLASLT_LIBRARY:-}" ]; then
         lt=$(python3 -c 'import glob, os, torch
 print(next(iter(sorted(glob.glob(os.path.dirname(os.path.dirname(torch.__file__))

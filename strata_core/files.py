@@ -1,7 +1,7 @@
-"""Atomic file writes: a reader sees the old file or the new one, never half of either. A file
-that is replaced keeps its mode; a new one gets the mode the umask gives. A write that fails
-leaves the old file as it was and no temporary file behind, and is one StrataError naming the
-file and the reason."""
+"""Atomic file writes, of text (as UTF-8) or bytes: a reader sees the old file or the new one,
+never half of either. A file that is replaced keeps its mode; a new one gets the mode the umask
+gives. A write that fails leaves the old file as it was and no temporary file behind, and is
+one StrataError naming the file and the reason."""
 
 from __future__ import annotations
 
@@ -13,17 +13,17 @@ from pathlib import Path
 from .errors import StrataError
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, data: str | bytes) -> None:
     path = Path(path).resolve()
     try:
-        _replace(path, text)
+        _replace(path, data.encode() if isinstance(data, str) else data)
     except OSError as exc:
         raise StrataError(
             f"{path}: cannot write ({exc.strerror or exc}); nothing was changed"
         ) from None
 
 
-def _replace(path: Path, text: str) -> None:
+def _replace(path: Path, data: bytes) -> None:
     if path.is_dir():
         raise IsADirectoryError(21, "it is a folder")
     blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
@@ -39,8 +39,8 @@ def _replace(path: Path, text: str) -> None:
     # a short name: the file's own may already be as long as a name can be
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".strata-", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fchmod(handle.fileno(), mode)
             os.fsync(handle.fileno())

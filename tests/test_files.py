@@ -30,3 +30,9 @@ def test_write_atomic_failure_keeps_the_old_file(tmp_path, monkeypatch):
     )
     assert target.read_text() == "old = 1\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["strata.toml"]
+
+
+def test_write_atomic_writes_bytes_as_they_are(tmp_path):
+    target = tmp_path / "plot.png"
+    write_atomic(target, b"\x89PNG\r\n\x00")
+    assert target.read_bytes() == b"\x89PNG\r\n\x00"
