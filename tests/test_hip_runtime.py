@@ -427,7 +427,7 @@ def test_a_ctrl_c_while_the_gpu_child_starts_still_ends_the_child(monkeypatch, t
         os.kill(os.getpid(), signal.SIGINT)
         return started[-1]
 
-    settings = RunSettings(Workload(), 1, 60.0, None, (), dict(os.environ))
+    settings = RunSettings(Workload(), 60.0, None, (), dict(os.environ))
     monkeypatch.setattr(subprocess, "Popen", start_then_ctrl_c)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:

@@ -145,7 +145,7 @@ class Workload:
     prompt_tokens: int = 512
     prompt_queries: int = 256
     decode_steps: int = 16
-    prompt_steps: int = 4
+    prompt_steps: int = 2
     #: tokens of every other decode step (a batched decode); 1: every step decodes one token
     decode_batch_tokens: int = 1
     #: the buffer a card's read bandwidth is measured on (the host reads 256 MiB)
