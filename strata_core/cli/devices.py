@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import log
+from .. import log, people
 from ..gpu.backends import backend_for
 from ..plan import config as run_config
 from ..plan.context import this_os
@@ -24,5 +24,5 @@ def run_devices(request: PlanRequest, as_json: bool, verbose: bool) -> int:
         warn(detected.warnings)
         for note in notes:
             log.info(note, kind="note")
-        print(devices_text(rows, selection, verbose))
+        people.show(devices_text(rows, selection, verbose, people.width()))
     return 0

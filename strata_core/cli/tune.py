@@ -19,6 +19,7 @@ from .. import log
 from ..digits import is_digits
 from ..errors import StrataError
 from ..files import write_atomic
+from ..people import counted
 from ..tuning import tables
 from ..tuning.tables import HOST, OP_PATTERN, TableError, parse, render
 from .table import lookup_note
@@ -127,7 +128,8 @@ def write_table(target: Path, text: str, taken_by: str) -> int:
         log.warning("tune: the table could not be written; it is on stdout instead")
         raise
     how = lookup_note(target, table) or taken_by
-    log.info(f"tune: wrote {len(table.rows)} rows ({table.tuned_rows} tuned) to {target}{how}")
+    rows = counted(len(table.rows), "row")
+    log.info(f"tune: wrote {rows} ({table.tuned_rows} tuned) to {target}{how}")
     return 0
 
 
@@ -144,8 +146,8 @@ def tune_host(
     tunable = HostGemmTunable(cases or cases_for(tokens or DEFAULT_TOKENS))
     target = table_target(args.output, env, HOST.file_name(tunable.arch, tunable.version))
     log.info(
-        f"tune: host backend, {tunable.arch}, {tunable.version}: {len(tunable.cases())} "
-        f"cases, {args.repeats} rounds each"
+        f"tune: host backend, {tunable.arch}, {tunable.version}: "
+        f"{counted(len(tunable.cases()), 'case')}, {counted(args.repeats, 'round')} each"
     )
     table, _ = calibrate(
         tunable, args.repeats, min_gain, lambda line: log.info(line, kind="progress")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from .. import log
 from ..api.hookspec import hookimpl
 from ..api.records import Detection, DetectionContext, DeviceReport
+from ..people import counted
 from .hardware import amd_gpu
 from .visibility import is_runtime_variable
 
@@ -85,7 +86,7 @@ def interpret(answer: dict[str, Any]) -> Detection:
         )
         for d in devices
     )
-    return Detection(reports=reports, notes=(f"{where} sees {len(devices)} device(s)",))
+    return Detection(reports=reports, notes=(f"{where} sees {counted(len(devices), 'device')}",))
 
 
 def _hip_version(version: int) -> str:

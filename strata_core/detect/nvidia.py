@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from .. import log
 from ..api.hookspec import hookimpl
 from ..api.records import Detection, DetectionContext, DeviceReport
+from ..people import counted
 from .hardware import nvidia_gpu
 from .kfd import MAX_MEMORY_BYTES
 from .visibility import cuda_visible_devices
@@ -102,11 +103,13 @@ def interpret(answer: dict[str, Any], env: Mapping[str, str]) -> Detection:
                 hidden_by=visible.hidden.get(position),
             )
         )
-    shown = f"{len(visible.order)} of {len(cards)}" if visible.hidden else str(len(cards))
+    shown = counted(len(cards), "device")
+    if visible.hidden:
+        shown = f"{len(visible.order)} of {shown}"
     return Detection(
         reports=tuple(reports),
         problems=tuple(problems),
-        notes=(f"{where} sees {shown} device(s)",),
+        notes=(f"{where} sees {shown}",),
         complete_for=("nvidia",),
     )
 
