@@ -136,5 +136,5 @@ def family_of(target: str) -> str:
     if capability is not None:
         return f"NVIDIA compute capability {capability // 10}.{capability % 10}"
     if target.startswith(NVIDIA_PREFIX):
-        return "NVIDIA, compute capability unknown (the NVIDIA driver did not describe it)"
+        return "NVIDIA, compute capability unknown"
     return f"unknown gfx{target.removeprefix('gfx')[:-2]} family"

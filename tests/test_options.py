@@ -152,5 +152,5 @@ def test_plan_toml_does_not_replace_a_file_without_force(env, tmp_path):
 def test_plan_toml_without_a_gpu_says_why_it_is_empty(env, tmp_path):
     text = strata_core("plan", "--sysfs", str(tmp_path), "--toml", env=env).stdout
     assert tomllib.loads(text) == {}
-    assert text.splitlines()[1].startswith("# no AMD GPU to run on (")
+    assert text.splitlines()[1].startswith("# no GPU to run on (")
     assert text.splitlines()[1].endswith("the host backend runs: nothing is decided for a card")

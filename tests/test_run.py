@@ -33,7 +33,7 @@ def test_no_gpu_runs_the_host_workload_and_checks_every_result(env, tmp_path, ho
         env=env | {"STRATA_HOST_ISA": host_isa},
     )
     assert result.stderr.splitlines()[0] == (
-        "strata-core: no AMD GPU to run on (no visible GPU that an installed plugin runs); the "
+        "strata-core: no GPU to run on (no visible GPU that an installed plugin runs); the "
         "host backend runs"
     )
     answer = json.loads(result.stdout)

@@ -75,7 +75,7 @@ class PlanOutcome:
 
 def make_plan(request: PlanRequest) -> PlanOutcome:
     """The plan for the main card, a named card (``request.device``), or the host backend
-    when no AMD GPU can run."""
+    when no GPU can run."""
     env, recorder = request.env, request.recorder
     path, config = run_config.find_and_load(request.config, env, recorder)
     chosen = chosen_plugin(request, config)
@@ -102,7 +102,7 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
                 if selection.selects(a.device) and a.device.index == selection.indices[-1]
             )
         else:
-            no_gpu = f"no AMD GPU to run on ({selection.reason}); the host backend runs"
+            no_gpu = f"no GPU to run on ({selection.reason}); the host backend runs"
             main = Assignment(host_device(), HOST, "host runs on the CPU")
         others = tuple(
             a.device

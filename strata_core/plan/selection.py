@@ -86,7 +86,13 @@ def choose_backend(assignments: Sequence[Assignment], choice: DeviceChoice) -> S
         for a in assignments
         if a.device.vendor != vendor and a.usable
     )
-    return attrs.evolve(selection, notes=selection.notes + unused, vendor=vendor)
+    other = "HIP" if vendor == "nvidia" else "CUDA"
+    passed_over = tuple(
+        f"{other} {a.device.index} ({a.device.gfx}) passed over: {a.reason}"
+        for a in assignments
+        if a.device.vendor != vendor and a.device.visible and not a.usable
+    )
+    return attrs.evolve(selection, notes=selection.notes + unused + passed_over, vendor=vendor)
 
 
 def choose(
