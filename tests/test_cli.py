@@ -225,3 +225,13 @@ def test_a_plugin_built_without_a_compiler_is_not_shown_active(env, tmp_path):
     (row,) = [n for n, line in enumerate(out) if line.startswith("nocc ")]
     assert out[row].endswith("  plans only") and " active" not in out[row]
     assert out[row + 1] == f"    {problem}"  # why, below its row
+
+
+def test_devices_json_names_the_backend_that_runs(env, tmp_path):
+    """With no GPU, `plan` runs the host backend, and `devices --json` says so."""
+    devices = json.loads(run("devices", "--json", "--sysfs", str(tmp_path), env=env).stdout)
+    plan = json.loads(run("plan", "--json", "--sysfs", str(tmp_path), env=env).stdout)
+    assert devices["backend"] == plan["backend"] == "host"
+    assert devices["devices"] == devices["selected"] == []
+    env_answer = json.loads(run("env", "--json", "--sysfs", str(tmp_path), env=env).stdout)
+    assert env_answer["backend"] == "host"

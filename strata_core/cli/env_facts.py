@@ -17,6 +17,7 @@ from ..api.manager import PluginRecord
 from ..plan import config as run_config
 from ..plan.claims import Assignment
 from ..plan.detection import PlanRequest, detect, seconds_variable
+from ..plan.plan import HOST
 from ..plan.selection import Selection
 from ..tuning.versions import LibraryVersion
 
@@ -119,6 +120,7 @@ def gather(request: PlanRequest) -> EnvReport:
     env = request.env
     path, config = run_config.find_and_load(request.config, env, request.recorder)
     detected = detect(request, config)
+    selection = detected.selection
     timeout = seconds_variable(env, "STRATA_HIP_PROBE_TIMEOUT", 15.0)
     return EnvReport(
         strata=__version__,
@@ -133,9 +135,9 @@ def gather(request: PlanRequest) -> EnvReport:
         runtimes=tuple(detected.found.notes),
         libraries=versions.probe(env, timeout, request.recorder),
         assignments=detected.assignments,
-        selection=detected.selection,
+        selection=selection,
         os_label="windows" if sys.platform == "win32" else "linux",
-        backend=backend_for(detected.selection.vendor) or "hip",
+        backend=(backend_for(selection.vendor) if selection.indices else None) or HOST,
         env=env,
         config_path=path,
         config=config,
