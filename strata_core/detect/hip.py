@@ -66,7 +66,8 @@ def interpret(answer: dict[str, Any]) -> Detection:
         named = answer.get("named")
         if named:
             return Detection(problems=(f"no HIP runtime: {named}",))
-        return Detection(notes=("no HIP runtime found (tried libamdhip64.so.7, .so.6, .so.5)",))
+        tried = ", ".join(answer.get("tried") or ["libamdhip64.so.7", ".so.6", ".so.5"])
+        return Detection(notes=(f"no HIP runtime found (tried {tried})",))
     version = answer.get("runtime_version")
     where = f"HIP runtime {library}" + (f" (version {_hip_version(version)})" if version else "")
     if "error" in answer:

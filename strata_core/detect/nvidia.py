@@ -66,7 +66,8 @@ def interpret(answer: dict[str, Any], env: Mapping[str, str]) -> Detection:
         named = answer.get("named")
         if named:
             return Detection(problems=(f"no NVML: {named}",))
-        return Detection(notes=("no NVIDIA driver found (tried libnvidia-ml.so.1)",))
+        tried = ", ".join(answer.get("tried") or ["libnvidia-ml.so.1"])
+        return Detection(notes=(f"no NVIDIA driver found (tried {tried})",))
     versions = [f"driver {answer['driver_version']}"] if "driver_version" in answer else []
     if "cuda_version" in answer:
         versions.append(_cuda_version(answer["cuda_version"]))
