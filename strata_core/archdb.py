@@ -66,6 +66,7 @@ class Arch:
     wmma_prompt_gemm: bool = attrs.field(default=False, validator=_of(bool))
     portable_kernels: bool = attrs.field(default=False, validator=_of(bool))
     note: str = attrs.field(default="", validator=_of(str))
+    wave32_refusal: str = attrs.field(default="", validator=_of(str))
 
     @property
     def matrix_core_kernels(self) -> bool:

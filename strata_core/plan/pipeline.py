@@ -21,7 +21,7 @@ from ..errors import StrataError
 from ..host.plugin import host_device
 from . import config as run_config
 from . import packages, profile
-from .claims import Assignment, assign
+from .claims import Assignment, assign, builds_carry
 from .context import ram_bytes, this_os
 from .detection import (
     PlanRequest,
@@ -94,7 +94,7 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
         detected = detect(request, config)
         manager, selection = detected.manager, detected.selection
         detection_problems = (*detected.found.problems, *detected.problems)
-        refuse_unsupported(detected.assignments, selection)
+        refuse_unsupported(detected.assignments, selection, manager)
         if selection.indices:
             main = next(
                 a
@@ -163,16 +163,22 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
     return PlanOutcome(plan, main, selection, manager, config, path, no_gpu)
 
 
-def refuse_unsupported(assignments: Sequence[Assignment], selection: Selection) -> None:
+def refuse_unsupported(
+    assignments: Sequence[Assignment], selection: Selection, manager: PluginManager
+) -> None:
     """AMD_HIP.md: "Every chosen card must be one of the supported architectures"; a chosen
-    card that no plugin runs is refused, naming it and its family."""
+    card that no plugin runs is refused, naming it, its family and the installed builds'
+    targets ("A binary carried to another card stops with the card's name, its architecture
+    and the build's list")."""
     numbering = "CUDA" if selection.vendor == "nvidia" else "HIP"
     for a in assignments:
         if selection.selects(a.device) and not a.usable:
             d = a.device
+            carried = builds_carry(manager, d)
             raise StrataError(
                 f"{selection.reason}: {numbering} {d.index} is {d.name} ({d.gfx}, {d.family}), "
-                f"which {a.reason}; every chosen card must be one of the supported architectures"
+                f"which {a.reason}{f'; {carried}' if carried else ''}; every chosen card must "
+                "be one of the supported architectures"
             )
 
 
