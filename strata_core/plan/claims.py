@@ -73,6 +73,11 @@ def _resolve(
     return Assignment(device, winner, f"{winner} {claim.reason}", claims)
 
 
+#: how a plugin distribution is installed from a checkout's wheelhouse (README.md,
+#: "Installing like a user"; scripts/build-wheels.sh writes dist/)
+INSTALL = "scripts/build-wheels.sh && pip install --no-index --find-links dist {}"
+
+
 def _nobody(manager: PluginManager, device: Device) -> str:
     """The short reason: the plugin to install or the one that is not active, and for a
     target the wave32 builds cannot run, the page's why (each plugin's own refusal is in
@@ -81,7 +86,7 @@ def _nobody(manager: PluginManager, device: Device) -> str:
     reasons = []
     found = archdb.extra_for(device.gfx)
     if found is not None:
-        extra, distribution = found
+        _, distribution = found
         records = [r for r in manager.records.values() if r.distribution == distribution]
         reasons += [
             f"{r.name} is {r.status.value}: {r.why}"
@@ -89,7 +94,9 @@ def _nobody(manager: PluginManager, device: Device) -> str:
             if r.status is not PluginStatus.ACTIVE
         ]
         if not records:
-            reasons.append(f"install strata[{extra}] for it")
+            reasons.append(
+                f"{distribution} is not installed (from a checkout: {INSTALL.format(distribution)})"
+            )
     arch = archdb.lookup(device.gfx)
     if arch is not None and arch.wave32_refusal:
         reasons.append(f"{arch.wave32_refusal} (AMD_HIP.md, {arch.target})")
