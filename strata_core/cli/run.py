@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import log, people
@@ -39,16 +38,17 @@ def run(request: PlanRequest, as_json: bool, engine: Sequence[str] | None) -> in
 
 
 def config_engine(outcome: PlanOutcome) -> list[str]:
-    """`run --` with no engine named: the run config's ``exe`` (a relative path is the config
-    file's neighbour) with its ``args``, less those the plan decides."""
+    """`run --` with no engine named: the run config's ``exe`` with its ``args``, less those
+    the plan decides. A path with a slash (``./eng.sh``, ``build-hip/strata``) is the config
+    file's neighbour, never looked for on PATH; a bare name is looked for on PATH."""
     config, where = outcome.config, outcome.config_path
     if not config.exe:
         raise StrataError("run --: name the engine to start after --, or as exe in the run config")
-    exe = Path(config.exe).expanduser()
-    if "/" in config.exe and not exe.is_absolute() and where is not None:
-        exe = where.parent / exe
+    exe = os.path.expanduser(config.exe)
+    if "/" in exe and not os.path.isabs(exe) and where is not None:
+        exe = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(where)), exe))
     decided = {arg for arg in outcome.plan.engine_args() if arg.startswith("--")}
-    return [str(exe), *without_flags(config.args, decided)]
+    return [exe, *without_flags(config.args, decided)]
 
 
 def start_engine(plan: Plan, env: Mapping[str, str], engine: Sequence[str]) -> int:
