@@ -154,3 +154,20 @@ def test_plan_toml_without_a_gpu_says_why_it_is_empty(env, tmp_path):
     assert tomllib.loads(text) == {}
     assert text.splitlines()[1].startswith("# no GPU to run on (")
     assert text.splitlines()[1].endswith("the host backend runs: nothing is decided for a card")
+
+
+def test_plan_toml_output_makes_no_folder_and_says_what_it_wrote(env, tmp_path):
+    """No folder the user did not ask for: one line naming the missing one, exit 2; on
+    success the file written is named."""
+    missing = tmp_path / "nonexistent" / "dir"
+    chosen = ("plan", "--sysfs", str(tmp_path), "--toml", "--output")
+    refused = strata_core(*chosen, str(missing / "s.toml"), env=env, check=False)
+    assert refused.returncode == 2 and not (tmp_path / "nonexistent").exists()
+    assert refused.stderr.splitlines()[-1] == (
+        f"strata-core: error: {missing / 's.toml'}: cannot write (no folder {missing}); nothing "
+        "was changed"
+    )
+    written = strata_core(*chosen, str(tmp_path / "s.toml"), env=env)
+    assert written.stderr.splitlines()[-1] == f"strata-core: wrote {tmp_path / 's.toml'}"
+    assert (tmp_path / "s.toml").read_text().startswith("# strata run config")
+

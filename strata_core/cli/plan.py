@@ -50,6 +50,7 @@ def run_plan(request: PlanRequest, args: argparse.Namespace) -> int:
                     "comments and all)"
                 )
             write_atomic(args.output, text)
+            log.info(f"wrote {args.output}")
         else:
             print(text, end="")
     else:

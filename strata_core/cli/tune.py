@@ -93,6 +93,12 @@ def parse_tokens(text: str) -> list[int]:
     return tokens
 
 
+def names_a_folder(output: str | None) -> bool:
+    """Whether a calibration's --output asks for a folder, which is made where missing (none
+    given: the default folder)."""
+    return output is None or output.endswith(os.sep)
+
+
 def table_target(output: str | None, env: Mapping[str, str], name: str) -> Path:
     """Where a calibration writes the table named ``name``: --output (a folder where it is
     one or ends in a slash, else a file of any name), else the first of $STRATA_TUNING_DIR,
@@ -111,8 +117,9 @@ def table_target(output: str | None, env: Mapping[str, str], name: str) -> Path:
     return Path(output)
 
 
-def write_table(target: Path, text: str, taken_by: str) -> int:
-    """Write a calibrated table, which must be one that ``table check`` takes."""
+def write_table(target: Path, text: str, taken_by: str, make_folders: bool = False) -> int:
+    """Write a calibrated table, which must be one that ``table check`` takes; its folder is
+    made only where ``make_folders`` (the default folder, or one --output names)."""
     try:
         table = parse(text, target)
     except TableError as error:
@@ -122,7 +129,7 @@ def write_table(target: Path, text: str, taken_by: str) -> int:
             "nothing was written"
         ) from None
     try:
-        write_atomic(target, text)
+        write_atomic(target, text, make_folders)
     except StrataError:
         sys.stdout.write(text)
         log.warning("tune: the table could not be written; it is on stdout instead")
@@ -152,7 +159,7 @@ def tune_host(
     table, _ = calibrate(
         tunable, args.repeats, min_gain, lambda line: log.info(line, kind="progress")
     )
-    return write_table(target, render(table), "")
+    return write_table(target, render(table), "", names_a_folder(args.output))
 
 
 def card_plan(args: argparse.Namespace, env: Mapping[str, str]) -> Any:
@@ -236,7 +243,7 @@ def tune_card(
     taken_by = (
         "" if path.library == "rocblas" else f"; STRATA_{path.library.upper()}_TABLE=on takes it"
     )
-    return write_table(target, answer["table"], taken_by)
+    return write_table(target, answer["table"], taken_by, names_a_folder(args.output))
 
 
 def host_run(args: argparse.Namespace, env: Mapping[str, str], config: Path | None) -> Any:
