@@ -186,7 +186,7 @@ def test_devices_keeps_the_run_configs_choice(tmp_path, env):
         run("devices", "--json", "--sysfs", str(root), "--config", str(config), env=env).stdout
     )
     assert answer["selected"] == [0]
-    assert answer["selection_reason"] == f"--gpu from {config}"
+    assert answer["selection_reason"] == f"gpu from {config}"  # the run config's key
 
 
 def test_a_card_no_plugin_runs_is_one_short_line_and_the_long_form_with_v(env, tmp_path):

@@ -209,7 +209,7 @@ def test_hip_ordinal_is_read_and_never_overridden(env, tmp_path):
     assert (answer["device"]["index"], answer["device"]["gfx"]) == (0, "gfx1103")
     devices = json.loads(strata_core("devices", "--json", *chosen, env=env).stdout)
     assert devices["selected"] == [0]
-    assert devices["selection_reason"] == f"--gpu from {config}'s hip_ordinal"
+    assert devices["selection_reason"] == f"hip_ordinal from {config}"
     config.write_text(json.dumps({"gpu": 1, "hip_ordinal": 0}))
     refused = strata_core("plan", *chosen, env=env, check=False)
     assert refused.returncode == 2

@@ -467,3 +467,20 @@ def test_a_measured_table_that_table_check_refuses_is_not_written(tmp_path, caps
     with pytest.raises(StrataError, match=r"the same shape as line 3\); it is on stdout"):
         write_table(target, text + text.splitlines()[2] + "\n", "")
     assert not target.exists() and capsys.readouterr().out.startswith("# strata-tuning")
+
+
+def test_switch_trials_need_no_card_the_run_config_chooses(env, tmp_path):
+    """`gpu = [1, 0]` in ./strata.toml on a PC with no GPU: the host measurement needs neither
+    card, so tune --switches measures; a plan, which would use them, names the key `gpu`."""
+    (tmp_path / "strata.toml").write_text("gpu = [1, 0]\n")
+    pc = env | {"STRATA_SYSFS": str(tmp_path)}
+    tuned = run("tune", "--switches", "--dry-run", "--repeats", "3", "--budget", "0.2",
+                env=pc, cwd=tmp_path, check=False)  # fmt: skip
+    assert tuned.returncode == 0, tuned.stderr
+    assert "no HIP device" not in tuned.stderr
+    assert tuned.stderr.startswith("strata-core: tune: measuring on the host backend")
+    planned = run("plan", env=pc, cwd=tmp_path, check=False)
+    assert (planned.returncode, planned.stderr) == (
+        2, "strata-core: error: gpu from strata.toml: no HIP device 1 (visible HIP devices: "
+        "none)\n",
+    )  # fmt: skip

@@ -248,12 +248,19 @@ def tune_card(
 
 def host_run(args: argparse.Namespace, env: Mapping[str, str], config: Path | None) -> Any:
     """The host backend of this PC's plan (with the run config ``config``, where there is
-    one yet): its instruction set and kernels."""
+    one yet): its instruction set and kernels. The cards the config chooses are not asked
+    for: the host backend needs none of them."""
     from ..plan.detection import PlanRequest
     from ..plan.pipeline import make_plan
+    from ..plan.selection import DeviceChoice
 
     request = PlanRequest(
-        env=env, config=config, sysfs=args.sysfs, profile=args.profile, for_run=True
+        env=env,
+        config=config,
+        sysfs=args.sysfs,
+        choice=DeviceChoice(),
+        profile=args.profile,
+        for_run=True,
     )
     host = make_plan(request).plan.host
     assert host is not None  # a plan for a run has one
