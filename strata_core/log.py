@@ -56,7 +56,7 @@ def format_named(argv: Sequence[str]) -> str:
             break
         flag, eq, value = arg.partition("=")
         if flag == "--log-format":
-            value = value if eq else (argv[at + 1] if at + 1 < len(argv) else "")
+            value = (value if eq else (argv[at + 1] if at + 1 < len(argv) else "")).lower()
             if value in FORMATS:
                 return value
     return "people"

@@ -235,3 +235,37 @@ def test_devices_json_names_the_backend_that_runs(env, tmp_path):
     assert devices["devices"] == devices["selected"] == []
     env_answer = json.loads(run("env", "--json", "--sysfs", str(tmp_path), env=env).stdout)
     assert env_answer["backend"] == "host"
+
+
+def test_a_bare_call_is_shown_the_commands(env):
+    """As git: usage on a bare or wrong top-level call, -V as --version, help [COMMAND]."""
+    bare = run(env=env, check=False)
+    assert bare.returncode == 2 and bare.stdout == ""
+    assert bare.stderr.startswith("usage: strata-core ") and "plugins" in bare.stderr
+    assert "required" not in bare.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [(("-x",), "strata-core: error: -x is not an option of strata-core"),
+     (("--verbos",), "strata-core: error: --verbos is not an option of strata-core; did you "
+      "mean --verbose?"),
+     (("-v",), "strata-core: error: name a command")],
+)  # fmt: skip
+def test_a_wrong_top_level_call_says_why_and_shows_the_usage(env, args, line):
+    result = run(*args, env=env, check=False)
+    assert result.returncode == 2
+    said = result.stderr.splitlines()
+    assert said[0] == line and said[1].startswith("usage: strata-core ")
+    assert said[-1] == "Run 'strata-core help' for the commands."
+
+
+def test_capital_v_is_the_version_and_help_is_a_command(env):
+    version = run("--version", env=env).stdout
+    assert run("-V", env=env).stdout == version == "strata-core 0.1.0\n"
+    assert run("help", env=env).stdout == run("--help", env=env).stdout
+    assert "help                show the help of strata-core" in run("help", env=env).stdout
+    assert run("help", "plan", env=env).stdout == run("plan", "--help", env=env).stdout
+    assert run("-q", "help", "table", env=env).stdout == run("table", "--help", env=env).stdout
+    wrong = run("help", "plna", env=env, check=False)
+    assert wrong.returncode == 2 and wrong.stderr.endswith("; did you mean plan?\n")
