@@ -104,8 +104,14 @@ def directory(env: dict[str, str]) -> str:
 
 
 def _key(argv: list[str], env: dict[str, str]) -> str:
+    """What an answer is stored under: the command line, the variables that change it, and
+    the widths its lines for people were wrapped to."""
+    from .people import widths
+
     relevant = sorted((k, v) for k, v in env.items() if k.startswith(ENV_PREFIXES))
-    return repr([FORMAT, sys.version, sys.executable, sys.path, os.getcwd(), argv, relevant])
+    return repr(
+        [FORMAT, sys.version, sys.executable, sys.path, os.getcwd(), argv, relevant, widths()]
+    )
 
 
 def _entry_path(key: str, env: dict[str, str]) -> str:

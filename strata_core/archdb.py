@@ -66,6 +66,7 @@ class Arch:
     wmma_prompt_gemm: bool = attrs.field(default=False, validator=_of(bool))
     portable_kernels: bool = attrs.field(default=False, validator=_of(bool))
     note: str = attrs.field(default="", validator=_of(str))
+    wave32_refusal: str = attrs.field(default="", validator=_of(str))
 
     @property
     def matrix_core_kernels(self) -> bool:
@@ -136,5 +137,5 @@ def family_of(target: str) -> str:
     if capability is not None:
         return f"NVIDIA compute capability {capability // 10}.{capability % 10}"
     if target.startswith(NVIDIA_PREFIX):
-        return "NVIDIA, compute capability unknown (the NVIDIA driver did not describe it)"
+        return "NVIDIA, compute capability unknown"
     return f"unknown gfx{target.removeprefix('gfx')[:-2]} family"

@@ -1,5 +1,7 @@
 """Errors that end a command with one line and exit status 2."""
 
+from .people import one_line
+
 
 class StrataError(Exception):
     """A user-facing error: bad input, bad option, nothing to run. Its text is the whole message,
@@ -8,11 +10,6 @@ class StrataError(Exception):
 
     def __init__(self, message: str) -> None:
         super().__init__(one_line(message))
-
-
-def one_line(text: str) -> str:
-    """``text`` with each control character written as Python writes it in a string."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class PluginError(StrataError):

@@ -42,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _answer(argv: list[str]) -> int:
-    if argv == ["--version"]:  # what argparse says, without building the command line's parser
+    if argv in (["--version"], ["-V"]):  # as argparse says it, without building the parser
         from . import __version__
 
         print(f"strata-core {__version__}")

@@ -2,10 +2,12 @@
 
 For people: ``strata-core: <message>``, and every other level labelled as git and pip label
 theirs: ``strata-core: error: <message>``, ``strata-core: warning: <message>``,
-``strata-core: debug: <message>``, one line each, with no fields (written here: importing
-structlog costs more than a whole command). For machines, structlog renders
-``--log-format logfmt`` (``level=info msg="..." kind=start_line timestamp=...``) or ``json``,
-each line with its level, its fields and its time (ISO 8601, UTC).
+``strata-core: debug: <message>``, one line each (on a terminal, or with $COLUMNS, wrapped to
+its width, the words whole and the later lines indented), control characters escaped, with no
+fields (written here: importing structlog costs more than a whole command). For machines,
+structlog renders ``--log-format logfmt`` (``level=info msg="..." kind=start_line
+timestamp=...``) or ``json``, each line whole, with its level, its fields and its time (ISO
+8601, UTC).
 The level is ``info`` by default; ``-q`` shows warnings and errors only, ``-v`` adds debug
 lines, and STRATA_LOG_LEVEL (debug, info, warning, error) sets it where no option does.
 Messages keep their words exactly (the reference page's start lines among them); what a
@@ -15,6 +17,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
+
+from . import people
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on a command's path
 if TYPE_CHECKING:
@@ -52,7 +56,7 @@ def format_named(argv: Sequence[str]) -> str:
             break
         flag, eq, value = arg.partition("=")
         if flag == "--log-format":
-            value = value if eq else (argv[at + 1] if at + 1 < len(argv) else "")
+            value = (value if eq else (argv[at + 1] if at + 1 < len(argv) else "")).lower()
             if value in FORMATS:
                 return value
     return "people"
@@ -115,7 +119,8 @@ def _say(method: str, message: str, fields: dict[str, Any]) -> None:
     if not says(method):
         return
     if _settings["format"] == "people":
-        sys.stderr.write(f"{_for_people(method, message)}\n")  # one write: threads say lines too
+        lines = people.wrapped(_for_people(method, message), people.width(sys.__stderr__))
+        sys.stderr.write("".join(f"{line}\n" for line in lines))  # one write: threads say lines
         sys.stderr.flush()
     else:
         getattr(get(), method)(message, **fields)

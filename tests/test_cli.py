@@ -44,7 +44,8 @@ def test_plugins_json_lists_every_in_tree_plugin(env):
 
 def test_plugins_text_shows_status_and_why(env):
     out = run("plugins", env=env | {"STRATA_DISABLE_PLUGINS": "gfx906"}).stdout.splitlines()
-    rows = {line.split()[0]: line.split() for line in out[: out.index("")]}
+    assert max(len(line) for line in out) <= 100
+    rows = {line.split()[0]: line.split() for line in out[: out.index("")] if line[0] != " "}
     assert rows["hip_rdna2"][1:] == ["strata-hip-rdna2", "0.1.0", "1", "gfx1030,gfx1031", "active"]
     # A disabled plugin is not even imported: its API version and targets are unknown.
     assert rows["gfx906"][1:] == [
@@ -52,11 +53,10 @@ def test_plugins_text_shows_status_and_why(env):
         "0.1.0",
         "-",
         "-",
-        "disabled:",
-        "named",
-        "in",
-        "STRATA_DISABLE_PLUGINS",
+        "disabled",
     ]
+    row = next(n for n, line in enumerate(out) if line.startswith("gfx906 "))
+    assert out[row + 1] == "    named in STRATA_DISABLE_PLUGINS"  # why, below its row
     # The libraries below the table are both kinds: the AMD plugins' code objects, cuda's PTX.
     libraries = out[out.index("kernel libraries (HIP code objects and PTX):") + 1 :]
     assert "  hip_rdna2: gfx1030 strata_kernels-gfx1030.hsaco" in libraries
@@ -186,7 +186,7 @@ def test_devices_keeps_the_run_configs_choice(tmp_path, env):
         run("devices", "--json", "--sysfs", str(root), "--config", str(config), env=env).stdout
     )
     assert answer["selected"] == [0]
-    assert answer["selection_reason"] == f"--gpu from {config}"
+    assert answer["selection_reason"] == f"gpu from {config}"  # the run config's key
 
 
 def test_a_card_no_plugin_runs_is_one_short_line_and_the_long_form_with_v(env, tmp_path):
@@ -222,5 +222,50 @@ def test_a_plugin_built_without_a_compiler_is_not_shown_active(env, tmp_path):
          "problem": problem}
     ))  # fmt: skip
     out = run("plugins", env=env | {"PYTHONPATH": str(site)}).stdout.splitlines()
-    (row,) = [line for line in out if line.startswith("nocc ")]
-    assert row.endswith(f"  plans only: {problem}") and " active" not in row
+    (row,) = [n for n, line in enumerate(out) if line.startswith("nocc ")]
+    assert out[row].endswith("  plans only") and " active" not in out[row]
+    assert out[row + 1] == f"    {problem}"  # why, below its row
+
+
+def test_devices_json_names_the_backend_that_runs(env, tmp_path):
+    """With no GPU, `plan` runs the host backend, and `devices --json` says so."""
+    devices = json.loads(run("devices", "--json", "--sysfs", str(tmp_path), env=env).stdout)
+    plan = json.loads(run("plan", "--json", "--sysfs", str(tmp_path), env=env).stdout)
+    assert devices["backend"] == plan["backend"] == "host"
+    assert devices["devices"] == devices["selected"] == []
+    env_answer = json.loads(run("env", "--json", "--sysfs", str(tmp_path), env=env).stdout)
+    assert env_answer["backend"] == "host"
+
+
+def test_a_bare_call_is_shown_the_commands(env):
+    """As git: usage on a bare or wrong top-level call, -V as --version, help [COMMAND]."""
+    bare = run(env=env, check=False)
+    assert bare.returncode == 2 and bare.stdout == ""
+    assert bare.stderr.startswith("usage: strata-core ") and "plugins" in bare.stderr
+    assert "required" not in bare.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [(("-x",), "strata-core: error: -x is not an option of strata-core"),
+     (("--verbos",), "strata-core: error: --verbos is not an option of strata-core; did you "
+      "mean --verbose?"),
+     (("-v",), "strata-core: error: name a command")],
+)  # fmt: skip
+def test_a_wrong_top_level_call_says_why_and_shows_the_usage(env, args, line):
+    result = run(*args, env=env, check=False)
+    assert result.returncode == 2
+    said = result.stderr.splitlines()
+    assert said[0] == line and said[1].startswith("usage: strata-core ")
+    assert said[-1] == "Run 'strata-core help' for the commands."
+
+
+def test_capital_v_is_the_version_and_help_is_a_command(env):
+    version = run("--version", env=env).stdout
+    assert run("-V", env=env).stdout == version == "strata-core 0.1.0\n"
+    assert run("help", env=env).stdout == run("--help", env=env).stdout
+    assert "help                show the help of strata-core" in run("help", env=env).stdout
+    assert run("help", "plan", env=env).stdout == run("plan", "--help", env=env).stdout
+    assert run("-q", "help", "table", env=env).stdout == run("table", "--help", env=env).stdout
+    wrong = run("help", "plna", env=env, check=False)
+    assert wrong.returncode == 2 and wrong.stderr.endswith("; did you mean plan?\n")

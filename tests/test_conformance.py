@@ -187,7 +187,7 @@ def test_plugins_check_fails_on_a_broken_plugin(env, tmp_path):
     result = strata_core("plugins", "--check", env=env | {"PYTHONPATH": str(site)}, check=False)
     assert result.returncode == 1
     lines = result.stdout.splitlines()
-    assert lines[lines.index("greedy: 16 problem(s)") + 1] == (
+    assert lines[lines.index("greedy: 16 problems") + 1] == (
         "  claims gfx906, which is not among its targets gfx1032"
     )
 

@@ -244,3 +244,21 @@ def test_the_wave64_plugin_refuses_wave32_cards(machine):
     _, (a,), _, _ = plan(machine, [RX_7900_XTX])
     assert dict(a.claims)["gfx906"].reason == "is a wave64 build for gfx906; gfx1100 is wave32"
     assert dict(a.claims)["hip_rdna4"].reason == ("carries code for gfx1200, gfx1201, not gfx1100")
+
+
+def test_a_plugin_not_installed_is_named_with_the_command_that_installs_it(strata_env):
+    """`strata` on the public package index is another project: the hint names the plugin's
+    distribution and installs it from the checkout's wheelhouse (README, "Installing like a
+    user"), never `strata[rdna3]` from an index."""
+    from strata_core.api.manager import PluginManager
+    from strata_core.plan.devices import device_for
+
+    manager = PluginManager.holding({}, strata_env)  # the core alone: no plugin distribution
+    (a,), _ = assign(manager, [device_for("gfx1100")])
+    assert a.plugin is None
+    assert a.reason == (
+        "no installed plugin runs gfx1100 (RDNA3): strata-hip-rdna3 is not installed (from a "
+        "checkout: scripts/build-wheels.sh && pip install --no-index --find-links dist "
+        "strata-hip-rdna3)"
+    )
+    assert "strata[" not in a.reason

@@ -60,3 +60,33 @@ def test_env_names_the_rocm_install(env, tmp_path):
     chosen = ("--sysfs", str(write_sysfs(tmp_path / "sys", [R9700])))
     text = strata_core("env", *chosen, env=env | {"ROCM_PATH": str(tmp_path / "rocm")}).stdout
     assert f"rocm: 7.2.4-101 ({tmp_path / 'rocm'})" in text.splitlines()
+
+
+def runtimes(text: str) -> list[str]:
+    lines = text.splitlines()
+    return lines[lines.index("runtimes:") + 1 : lines.index("libraries:")]
+
+
+def test_env_says_what_each_runtime_reported_or_where_it_looked(
+    env, tmp_path, stand_in, nvml_stand_in
+):
+    """Whatever sysfs shows: the HIP runtime's library, version and devices seen, NVML's
+    driver and CUDA versions; where none is found, the libraries tried; --no-hip: not asked."""
+    chosen = ("env", "--sysfs", str(tmp_path))
+    found = env | {"STRATA_HIP_LIBRARY": stand_in, "STRATA_NVML_LIBRARY": nvml_stand_in}
+    assert runtimes(strata_core(*chosen, "--hip", env=found).stdout) == [
+        f"  HIP runtime {stand_in} (version 7.1.0) sees 1 device",
+        f"  NVML {nvml_stand_in} (driver 580.159.04, CUDA 13.0) sees 1 device",
+    ]
+    answer = json.loads(strata_core(*chosen, "--json", env=found).stdout)
+    assert answer["runtimes"][0] == f"HIP runtime {stand_in} (version 7.1.0) sees 1 device"
+    missing = env | {
+        "STRATA_HIP_LIBRARY": str(tmp_path / "libamdhip64.so.7"),
+        "STRATA_NVML_LIBRARY": str(tmp_path / "libnvidia-ml.so.1"),
+    }
+    assert runtimes(strata_core(*chosen, env=missing).stdout) == [
+        f"  no HIP runtime: STRATA_HIP_LIBRARY={tmp_path / 'libamdhip64.so.7'}: no such file",
+        f"  no NVML: STRATA_NVML_LIBRARY={tmp_path / 'libnvidia-ml.so.1'}: no such file",
+    ]
+    off = runtimes(strata_core(*chosen, "--no-hip", env=found | {"STRATA_CUDA_PROBE": "0"}).stdout)
+    assert off == ["  HIP runtime: not asked (--no-hip)", "  NVML: not asked (STRATA_CUDA_PROBE=0)"]

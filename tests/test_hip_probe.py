@@ -47,7 +47,7 @@ def test_debian_runtime_loads_and_reports_no_device():
     assert found.reports == ()
     (note,) = found.notes
     assert note.startswith("HIP runtime libamdhip64.so.5 (version 5.")
-    assert note.endswith("sees 0 device(s)")
+    assert note.endswith("sees 0 devices")
 
 
 def test_a_named_runtime_that_is_missing_or_no_library_is_named(tmp_path):
@@ -120,7 +120,7 @@ def test_interpret_devices():
             ],
         }
     )
-    assert found.notes == ("HIP runtime libamdhip64.so.7 (version 7.1.51234) sees 2 device(s)",)
+    assert found.notes == ("HIP runtime libamdhip64.so.7 (version 7.1.51234) sees 2 devices",)
     assert found.reports[0] == DeviceReport(
         "hip",
         pci="0000:86:00.0",
@@ -139,4 +139,4 @@ def test_probe_passes_the_context_visibility_not_the_callers(monkeypatch, stand_
     library = stand_in('return getenv("HIP_VISIBLE_DEVICES") ? 3 : 100;')
     monkeypatch.setenv("HIP_VISIBLE_DEVICES", "5")
     found = hip.run_probe(DetectionContext(env={"STRATA_HIP_LIBRARY": library}, hip_timeout_s=60))
-    assert found.notes == (f"HIP runtime {library} (version 7.0.0) sees 0 device(s)",)
+    assert found.notes == (f"HIP runtime {library} (version 7.0.0) sees 0 devices",)

@@ -219,6 +219,38 @@ def test_run_starts_the_run_configs_exe(tmp_path, env, engine):
     assert json.loads(result.stdout)["argv"] == ["--serve", "--pcie-frac", "0.5"]
 
 
+def test_a_relative_exe_is_the_config_files_neighbour_never_one_on_path(tmp_path, env, engine):
+    """`exe = "./strata"` in ./strata.toml starts the file beside it, as does a path with a
+    slash in a config named from elsewhere; neither is looked for on PATH (where a decoy
+    waits)."""
+    folder = tmp_path / "checkout"
+    (folder / "build").mkdir(parents=True)
+    engine.rename(folder / "strata")
+    (folder / "build" / "strata").symlink_to(folder / "strata")
+    decoys = tmp_path / "bin"
+    decoys.mkdir()
+    decoy = decoys / "strata"
+    decoy.write_text("#!/bin/sh\necho decoy\n")
+    decoy.chmod(0o755)
+    pc = env | {"PATH": f"{decoys}:{env['PATH']}"}
+    (folder / "strata.toml").write_text('exe = "./strata"\nargs = ["--serve"]\n')
+    here = strata_core("run", "--sysfs", str(tmp_path), "--", env=pc, cwd=folder)
+    assert json.loads(here.stdout)["argv"] == ["--serve"]
+    (folder / "strata.toml").write_text('exe = "build/strata"\n')
+    elsewhere = strata_core(
+        "run", "--sysfs", str(tmp_path), "--config", "checkout/strata.toml", "--",
+        env=pc, cwd=tmp_path,
+    )  # fmt: skip
+    assert json.loads(elsewhere.stdout)["argv"] == []
+    (folder / "strata").unlink()
+    (folder / "strata.toml").write_text('exe = "./strata"\n')
+    gone = strata_core("run", "--sysfs", str(tmp_path), "--", env=pc, cwd=folder, check=False)
+    assert (gone.returncode, gone.stdout) == (127, "")
+    assert gone.stderr.splitlines()[-1] == (
+        f"strata-core: error: cannot start the engine {folder / 'strata'}: not found"
+    )
+
+
 def test_run_with_no_engine_anywhere_says_where_to_name_one(tmp_path, env):
     result = strata_core("run", "--sysfs", str(tmp_path), "--", env=env, check=False)
     assert result.returncode == 2

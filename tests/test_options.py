@@ -40,9 +40,10 @@ from cli_runner import strata_core
          "expected a version such as 1.4.1 or 100401"),
         (("plan", "--toml", "--force"), "--force lets --output replace a file; "
          "give --output too"),
-        (("plan", "--pack", "iq9"), "plan: argument --pack: 'iq9' is not a pack "
-         "format (IQ3_S, IQ3_XXS, Q2_0, IQ2_XS, IQ2_S, IQ1_M, IQ4_XS, UD-IQ4_XS, Q2_K, Q3_K, "
-         "Q4_K, Q5_K, Q6_K, Q8_0, Q5_1)"),
+        (("plan", "--pack", "iq9_s"), "plan: argument --pack: invalid choice: 'iq9_s' "
+         "(choose from 'IQ3_S', 'IQ3_XXS', 'Q2_0', 'IQ2_XS', 'IQ2_S', 'IQ1_M', 'IQ4_XS', "
+         "'UD-IQ4_XS', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K', 'Q8_0', 'Q5_1'); did you mean "
+         "IQ3_S?"),
     ],
 )  # fmt: skip
 def test_an_option_that_would_be_ignored_is_one_line(env, tmp_path, args, line):
@@ -94,7 +95,7 @@ def test_a_misspelt_command_gets_a_suggestion(env):
     assert result.returncode == 2
     assert result.stderr == (
         "strata-core: error: 'plgins' is not a command (plugins, devices, env, plan, run, tune, "
-        "table); did you mean plugins?\n"
+        "table, help); did you mean plugins?\n"
     )
 
 
@@ -152,5 +153,77 @@ def test_plan_toml_does_not_replace_a_file_without_force(env, tmp_path):
 def test_plan_toml_without_a_gpu_says_why_it_is_empty(env, tmp_path):
     text = strata_core("plan", "--sysfs", str(tmp_path), "--toml", env=env).stdout
     assert tomllib.loads(text) == {}
-    assert text.splitlines()[1].startswith("# no AMD GPU to run on (")
+    assert text.splitlines()[1].startswith("# no GPU to run on (")
     assert text.splitlines()[1].endswith("the host backend runs: nothing is decided for a card")
+
+
+def test_plan_toml_output_makes_no_folder_and_says_what_it_wrote(env, tmp_path):
+    """No folder the user did not ask for: one line naming the missing one, exit 2; on
+    success the file written is named."""
+    missing = tmp_path / "nonexistent" / "dir"
+    chosen = ("plan", "--sysfs", str(tmp_path), "--toml", "--output")
+    refused = strata_core(*chosen, str(missing / "s.toml"), env=env, check=False)
+    assert refused.returncode == 2 and not (tmp_path / "nonexistent").exists()
+    assert refused.stderr.splitlines()[-1] == (
+        f"strata-core: error: {missing / 's.toml'}: cannot write (no folder {missing}); nothing "
+        "was changed"
+    )
+    written = strata_core(*chosen, str(tmp_path / "s.toml"), env=env)
+    assert written.stderr.splitlines()[-1] == f"strata-core: wrote {tmp_path / 's.toml'}"
+    assert (tmp_path / "s.toml").read_text().startswith("# strata run config")
+
+
+@pytest.mark.parametrize(
+    ("option", "given", "taken"),
+    [("--kv", "INT8", "int8"), ("--kv", "Bf16", "bf16"), ("--os", "WINDOWS", "windows"),
+     ("--vision", "CPU", "cpu"), ("--pack", "iq3_s", "IQ3_S"),
+     ("--pack", "ud-iq4_xs", "UD-IQ4_XS")],
+)  # fmt: skip
+def test_every_option_of_a_fixed_set_takes_any_case(env, option, given, taken):
+    """--kv INT8 as --pack iq3_s and --device GFX1201 are: one rule for every choice."""
+    answer = json.loads(
+        strata_core("plan", "--json", "--device", "gfx1201", option, given, env=env).stdout
+    )
+    asked = strata_core("plan", "--json", "--device", "gfx1201", option, taken, env=env).stdout
+    assert answer == json.loads(asked)
+    if option == "--os":
+        assert answer["os"] == taken
+
+
+def test_the_log_format_is_a_choice_in_any_case_too(env):
+    result = strata_core("--log-format", "JSON", "plan", "--device", "gfx1201", env=env)
+    assert all(json.loads(line)["level"] for line in result.stderr.splitlines())
+
+
+@pytest.mark.parametrize(
+    ("args", "hint"),
+    [(("table", "chek", "x.txt"), "table: argument ACTION: invalid choice: 'chek' (choose from "
+      "'check'); did you mean check?"),
+     (("plan", "--jsn"), "plan: unrecognized arguments: --jsn; did you mean --json?"),
+     (("table", "check", "--jsn", "x.txt"), "table check: unrecognized arguments: --jsn; did "
+      "you mean --json?"),
+     (("plan", "--kv", "Int9"), "plan: argument --kv: invalid choice: 'Int9' (choose from "
+      "'int8', 'f16', 'bf16'); did you mean int8?")],
+)  # fmt: skip
+def test_a_misspelt_action_option_or_value_gets_a_suggestion(env, tmp_path, args, hint):
+    result = strata_core(*args, env=env, check=False, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == f"strata-core: error: {hint}\n"
+
+
+def test_profile_help_names_the_default_and_a_misspelt_name_the_shipped_ones(env, tmp_path):
+    help_text = " ".join(strata_core("plan", "--help", env=env).stdout.split())
+    assert (
+        "--profile NAME|FILE model profile of the workload: small-moe, deep-context, "
+        "deep-context-k2048, large-moe or a file (default: small-moe)"
+    ) in help_text
+    result = strata_core(
+        "plan", "--profile", "smal-moe", "--sysfs", str(tmp_path), env=env, check=False,
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        "strata-core: error: smal-moe: cannot read the profile (No such file or directory); the "
+        "shipped profiles are small-moe, deep-context, deep-context-k2048, large-moe; did you "
+        "mean small-moe?"
+    )

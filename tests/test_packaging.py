@@ -113,6 +113,36 @@ def test_strata_rdna4_installs_from_the_built_wheels_alone(wheels, tmp_path):
     assert all(Path(p).is_file() and "site-packages" in p for p in library["code_objects"].values())
 
 
+def test_the_install_hint_for_a_missing_plugin_is_a_command_that_works(wheels, tmp_path, env):
+    """With strata[rdna4] alone, devices names the distribution an RX 7900 XTX needs and the
+    command that installs it from the wheelhouse; that command, run in the checkout (dist/),
+    installs it, and the card is then run."""
+    dist = tmp_path / "checkout" / "dist"
+    shutil.copytree(wheels, dist)
+    venv.create(tmp_path / "venv", with_pip=True)
+    bin_dir = tmp_path / "venv/bin"
+    pip = [str(bin_dir / "python"), "-m", "pip", "install", "--quiet"]
+    subprocess.run([*pip, "--no-index", "--find-links", str(dist), "strata[rdna4]"],
+                   check=True, timeout=600)  # fmt: skip
+    tree = str(write_sysfs(tmp_path / "sys", [fake_gpu("gfx1100")]))
+    devices = [str(bin_dir / "strata-core"), "devices", "--json", "--sysfs", tree]
+    found = subprocess.run(devices, env=env, capture_output=True, text=True, timeout=60)
+    (card,) = json.loads(found.stdout)["devices"]
+    prefix = "no installed plugin runs gfx1100 (RDNA3): strata-hip-rdna3 is not installed "
+    assert card["plugin"] is None and card["reason"].startswith(prefix)
+    command = card["reason"].removeprefix(f"{prefix}(from a checkout: ").removesuffix(")")
+    assert command == (
+        "scripts/build-wheels.sh && pip install --no-index --find-links dist strata-hip-rdna3"
+    )
+    install = command.partition(" && ")[2].split()
+    assert install[:2] == ["pip", "install"]
+    subprocess.run([*pip, *install[2:]], cwd=dist.parent, check=True, timeout=600)
+    (card,) = json.loads(
+        subprocess.run(devices, env=env, capture_output=True, text=True, timeout=60).stdout
+    )["devices"]
+    assert card["plugin"] == "hip_rdna3"
+
+
 def _build(plugin: str, out: Path, env: dict[str, str] | None = None, *flags: str) -> None:
     subprocess.run(
         [shutil.which("uv"), "build", "--python", sys.executable, "--no-sources", *flags,

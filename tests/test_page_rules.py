@@ -11,7 +11,7 @@ from cli_runner import strata_core
 from strata_core.api.kernels import topk_choice
 from strata_core.plan.core_switches import page_variables
 from strata_core.testing.distributions import write_distribution
-from strata_core.testing.sysfs import R9700, RADEON_780M, RX_7900_XTX, fake_gpu, write_sysfs
+from strata_core.testing.sysfs import MI50, R9700, RADEON_780M, RX_7900_XTX, fake_gpu, write_sysfs
 from strata_core.tuning.switch_trials import TRIALS
 from strata_core.tuning.kinds import KINDS
 
@@ -209,7 +209,7 @@ def test_hip_ordinal_is_read_and_never_overridden(env, tmp_path):
     assert (answer["device"]["index"], answer["device"]["gfx"]) == (0, "gfx1103")
     devices = json.loads(strata_core("devices", "--json", *chosen, env=env).stdout)
     assert devices["selected"] == [0]
-    assert devices["selection_reason"] == f"--gpu from {config}'s hip_ordinal"
+    assert devices["selection_reason"] == f"hip_ordinal from {config}"
     config.write_text(json.dumps({"gpu": 1, "hip_ordinal": 0}))
     refused = strata_core("plan", *chosen, env=env, check=False)
     assert refused.returncode == 2
@@ -413,3 +413,48 @@ def test_gpus_all_is_every_supported_card_and_no_integrated_one(env, tmp_path):
         strata_core("devices", "--json", "--sysfs", str(root), "--gpus", "all", env=env).stdout
     )
     assert [d["gfx"] for d in answer["devices"] if d["selected"]] == ["gfx1201"]
+
+
+WAVE64 = (
+    "gfx906 is wave64 and has no WMMA and no packed byte arithmetic, so the wave32 backend "
+    "refuses it"
+)
+
+
+def test_a_gfx906_card_without_its_plugin_is_refused_in_the_pages_words(env, tmp_path):
+    """ "gfx906 is wave64 and has no WMMA and no packed byte arithmetic, so the wave32 backend
+    refuses it": with the gfx906 plugin off, the refusal says why the wave32 plugins cannot
+    run the card, in `devices`, in `plan`'s note, and where the card is chosen."""
+    root = write_sysfs(tmp_path / "sys", [MI50])
+    off = env | {"STRATA_DISABLE_PLUGINS": "gfx906"}
+    (card,) = json.loads(
+        strata_core("devices", "--json", "--sysfs", str(root), env=off).stdout
+    )["devices"]
+    assert card["reason"] == (
+        "no installed plugin runs gfx906 (GCN5 (Vega20)): gfx906 is disabled: named in "
+        f"STRATA_DISABLE_PLUGINS; {WAVE64} (AMD_HIP.md, gfx906)"
+    )
+    noted = strata_core("plan", "--sysfs", str(root), env=off).stderr.splitlines()
+    assert f"strata-core: HIP 0 (gfx906) passed over: {card['reason']}" in noted
+    chosen = strata_core("plan", "--sysfs", str(root), "--gpu", "0", env=off, check=False)
+    assert chosen.returncode == 2 and WAVE64 in chosen.stderr
+
+
+def test_a_card_the_installed_build_lacks_is_refused_with_the_builds_list(env, tmp_path):
+    """ "A binary carried to another card stops with the card's name, its architecture and the
+    build's list": an install of the gfx110x plugin alone refuses the R9700 helper of a split
+    naming the card, gfx1201 and the targets the build carries."""
+    root = write_sysfs(tmp_path / "sys", [RX_7900_XTX, R9700])
+    rdna3 = env | {"STRATA_PLUGINS": "hip_rdna3"}
+    for command in ("plan", "run"):
+        result = strata_core(
+            command, "--sysfs", str(root), "--gpus", "1,0", env=rdna3, check=False
+        )
+        assert result.returncode == 2 and result.stderr.count("\n") == 1
+        assert result.stderr == (
+            "strata-core: error: --gpus from command line: HIP 1 is RX 9070 / RX 9070 XT / "
+            "Radeon AI PRO R9700 (gfx1201, RDNA4), which no installed plugin runs gfx1201 "
+            "(RDNA4): hip_rdna4 is not allowed: not named in STRATA_PLUGINS; the installed "
+            "builds carry gfx1100, gfx1101, gfx1102, not gfx1201; every chosen card must be "
+            "one of the supported architectures\n"
+        )

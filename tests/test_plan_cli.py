@@ -213,7 +213,7 @@ def test_no_gpu_here_plans_for_the_host_backend(env, tmp_path):
     answer = json.loads(result.stdout)
     assert answer["plugin"] == "host" and answer["device"]["gfx"] == "host"
     assert answer["notes"] == [
-        "no AMD GPU to run on (no visible GPU that an installed plugin runs); the host backend runs"
+        "no GPU to run on (no visible GPU that an installed plugin runs); the host backend runs"
     ]
     assert answer["kernels"]["prompt_gemm"]["variant"] == "blas"
     assert answer["package"] is None and list(answer["tuning"]) == ["host"]

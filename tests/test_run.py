@@ -1,6 +1,7 @@
 """`strata-core run`: the host workload with every result checked, and starting the engine."""
 
 import json
+import re
 from functools import partial
 from pathlib import Path
 
@@ -32,7 +33,7 @@ def test_no_gpu_runs_the_host_workload_and_checks_every_result(env, tmp_path, ho
         env=env | {"STRATA_HOST_ISA": host_isa},
     )
     assert result.stderr.splitlines()[0] == (
-        "strata-core: no AMD GPU to run on (no visible GPU that an installed plugin runs); the "
+        "strata-core: no GPU to run on (no visible GPU that an installed plugin runs); the "
         "host backend runs"
     )
     answer = json.loads(result.stdout)
@@ -91,15 +92,26 @@ def test_a_profile_is_taken_by_name_or_as_a_file(env, tmp_path):
 
 
 def test_human_report(env, tmp_path):
-    out = run("--profile", str(TINY), "--sysfs", str(tmp_path), env=env).stdout
+    """One row a kernel under the headers where the table fits in 100 columns; else (tiny's
+    batch kernels have long names) each kernel's name and variant above its figures."""
+    flat = tmp_path / "flat.toml"
+    flat.write_text(TINY.read_text().replace("decode_batch_tokens = 4", "decode_batch_tokens = 1"))
+    out = run("--profile", str(flat), "--sysfs", str(tmp_path), env=env).stdout
     assert out.splitlines()[0].startswith("host backend: libstrata_host.so, ")
     lines = out.splitlines()
-    assert lines[1].split() == ["kernel", "variant", "calls", "checked", "median", "spread",
-                                "throughput", "read", "of", "DRAM", "read"]  # fmt: skip
+    assert max(len(line) for line in lines[1:]) <= 100
+    assert lines[1].split() == ["kernel", "variant", "checked", "median", "spread",
+                                "throughput", "read", "(of", "DRAM's)"]  # fmt: skip
     matvec = lines[2].split()
-    assert matvec[:4] == ["matvec_q8_0", matvec[1], "3", "3"] and matvec[5] == "ms"
-    assert matvec[-1].endswith("%") or matvec[-1] == "cache-resident"
-    assert not any(w.endswith("%") and int(w[:-1]) > 100 for line in lines for w in line.split())
+    assert matvec[:3] == ["matvec_q8_0", matvec[1], "3/3"] and matvec[4] in ("us", "ms")
+    assert re.fullmatch(r"\((\d+%|cached)\)", matvec[-1])
+    assert not any(w.endswith("%)") and int(w[1:-2]) > 100 for line in lines for w in line.split())
+    tall = run("--profile", str(TINY), "--sysfs", str(tmp_path), env=env).stdout.splitlines()
+    assert tall[1] == "  kernel (variant)"
+    assert tall[2].split() == ["checked", "median", "spread", "throughput", "read", "(of",
+                               "DRAM's)"]  # fmt: skip
+    assert tall[3].startswith("  matvec_q8_0 (") and tall[4].split()[0] == "3/3"
+    assert "  expert_matvec_q8_0_batch (" in " ".join(tall)
 
 
 def test_a_card_the_hip_runtime_does_not_see_runs_on_the_host(env, tmp_path):

@@ -193,7 +193,8 @@ def test_switch_trials_write_only_winners_into_the_run_config(env, tmp_path, hos
             "STRATA_TOPK_STREAM=0: the host backend runs topk_prompt the same way (register) at "
             "this workload"
         )
-    shape = r": \d+\.\d{3} -> \d+\.\d{3} ms, [+-]\d+\.\d% ± \d+\.\d% \(medians of \d+ pairs"
+    time = r"\d+(\.\d+)? (s|ms|us)"
+    shape = rf": {time} -> {time}, [+-]\d+\.\d% ± \d+\.\d% \(medians of \d+ pairs in {time}"
     assert all(re.search(f"{shape}.*; again {shape[2:]}", said[s]) for s in measured)
     assert said["STRATA_SH_STREAM"] == (
         "STRATA_SH_STREAM: only the engine on a GPU can measure it; the host backend has no "
@@ -212,19 +213,21 @@ def fake_measure(ratio, spread):
 
 
 @pytest.mark.parametrize(
-    ("ratio", "spread", "min_gain", "keep"),
-    [(1.5, 0.01, 1.03, True), (1.05, 0.03, 1.03, False), (1.05, 0.01, 1.03, True),
-     (1.05, 0.01, 1.10, False), (0.8, 0.01, 1.03, False)],
+    ("ratio", "spread", "min_gain", "keep", "on"),
+    [(1.5, 0.01, 1.03, True, "667 us"), (1.05, 0.03, 1.03, False, "952 us"),
+     (1.05, 0.01, 1.03, True, "952 us"), (1.05, 0.01, 1.10, False, "952 us"),
+     (0.8, 0.01, 1.03, False, "1.25 ms")],
 )  # fmt: skip
 def test_a_switch_is_kept_only_past_the_min_gain_by_more_than_its_spread(
-    ratio, spread, min_gain, keep
+    ratio, spread, min_gain, keep, on
 ):
+    """The times in the unit a person reads (1 ms off, ``on`` on)."""
     trial = next(t for t in TRIALS if t.switch == "STRATA_TOPK_STREAM")
     result = verdict(trial, [fake_measure(ratio, spread)] * 2, min_gain)
     assert result.keep == keep
     said = (
-        f"1.000 -> {1 / ratio:.3f} ms, {(ratio - 1) * 100:+.1f}% ± {spread * 100:.1f}% "
-        "(medians of 12 pairs in 1.0 s)"
+        f"1.00 ms -> {on}, {(ratio - 1) * 100:+.1f}% ± {spread * 100:.1f}% "
+        "(medians of 12 pairs in 1.00 s)"
     )
     assert result.reason.startswith(f"STRATA_TOPK_STREAM=0: {said}; again {said}; ")
     assert result.reason.endswith(": kept" if keep else ": left unset")
@@ -237,7 +240,7 @@ def test_a_switch_is_kept_only_when_its_measurements_agree():
     result = verdict(trial, [fake_measure(1.5, 0.01), fake_measure(1.58, 0.638)], 1.03)
     assert not result.keep
     assert result.reason.endswith(
-        "; again 1.000 -> 0.633 ms, +58.0% ± 63.8% (medians of 12 pairs in 1.0 s); the "
+        "; again 1.00 ms -> 633 us, +58.0% ± 63.8% (medians of 12 pairs in 1.00 s); the "
         "measurements disagree: left unset"
     )
 
@@ -464,3 +467,20 @@ def test_a_measured_table_that_table_check_refuses_is_not_written(tmp_path, caps
     with pytest.raises(StrataError, match=r"the same shape as line 3\); it is on stdout"):
         write_table(target, text + text.splitlines()[2] + "\n", "")
     assert not target.exists() and capsys.readouterr().out.startswith("# strata-tuning")
+
+
+def test_switch_trials_need_no_card_the_run_config_chooses(env, tmp_path):
+    """`gpu = [1, 0]` in ./strata.toml on a PC with no GPU: the host measurement needs neither
+    card, so tune --switches measures; a plan, which would use them, names the key `gpu`."""
+    (tmp_path / "strata.toml").write_text("gpu = [1, 0]\n")
+    pc = env | {"STRATA_SYSFS": str(tmp_path)}
+    tuned = run("tune", "--switches", "--dry-run", "--repeats", "3", "--budget", "0.2",
+                env=pc, cwd=tmp_path, check=False)  # fmt: skip
+    assert tuned.returncode == 0, tuned.stderr
+    assert "no HIP device" not in tuned.stderr
+    assert tuned.stderr.startswith("strata-core: tune: measuring on the host backend")
+    planned = run("plan", env=pc, cwd=tmp_path, check=False)
+    assert (planned.returncode, planned.stderr) == (
+        2, "strata-core: error: gpu from strata.toml: no HIP device 1 (visible HIP devices: "
+        "none)\n",
+    )  # fmt: skip

@@ -238,7 +238,7 @@ def test_tune_on_an_amd_card_calibrates_the_library_of_its_table(tmp_path, env, 
         "--output", str(out), env=carried,
     )  # fmt: skip
     assert result.stderr.splitlines()[-1] == (
-        f"strata-core: tune: wrote 1 rows (1 tuned) to {out / 'gfx1201-hipblaslt-100401.txt'}; "
+        f"strata-core: tune: wrote 1 row (1 tuned) to {out / 'gfx1201-hipblaslt-100401.txt'}; "
         "STRATA_HIPBLASLT_TABLE=on takes it"
     )
     (row,) = read(out / "gfx1201-hipblaslt-100401.txt").rows
@@ -251,7 +251,7 @@ def test_tune_on_a_card_writes_any_output_name_and_says_how_it_is_taken(card, tm
     result = card("tune", "--tokens", "40", "--repeats", "3", "--output", str(mine))
     assert result.returncode == 0, result.stderr
     assert result.stderr.splitlines()[-1] == (
-        f"strata-core: tune: wrote 1 rows (1 tuned) to {mine}; the folder lookup takes it only "
+        f"strata-core: tune: wrote 1 row (1 tuned) to {mine}; the folder lookup takes it only "
         "as sm_90-cublaslt-120804.txt, STRATA_CUBLASLT_TUNING under any name"
     )
     plan = json.loads(card("plan", "--json", STRATA_CUBLASLT_TUNING=str(mine)).stdout)
@@ -270,7 +270,7 @@ def test_tune_host_calibrates_the_host_backend_where_a_card_runs(
     case = ("tune", "--sysfs", str(root), "--host", "--case", "32,qkv,96,64,f32")
     result = strata_core(*case, "--repeats", "3", "--output", str(tmp_path), env=carried)
     (table,) = tmp_path.glob("*-host-*.txt")
-    assert result.stderr.splitlines()[-1].startswith("strata-core: tune: wrote 1 rows (")
+    assert result.stderr.splitlines()[-1].startswith("strata-core: tune: wrote 1 row (")
     assert read(table).kind.name == "host"
     profile = Path(__file__).parent / "fixtures/profiles/tiny.toml"
     refused = strata_core(*case, "--profile", str(profile), env=carried, check=False)

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
+from ..archdb import compute_capability
 from .hookspec import hookimpl
 from .kernels import hip_choices
 from .records import Claim, Device, KernelChoice, KernelLibrary, RunContext, Workload
@@ -49,6 +50,8 @@ class ArchPlugin:
         targets = self.carried_targets
         if not targets:
             return Claim.refuse(f"names no target: {self._no_targets()}")
+        if device.vendor == "nvidia" and all(compute_capability(t) is None for t in targets):
+            return Claim.refuse(f"carries code for AMD GPUs; {device.name} is an NVIDIA card")
         if device.wave_size is not None and device.wave_size != self.wave_size:
             return Claim.refuse(
                 f"is a wave{self.wave_size} build for {', '.join(targets)}; "

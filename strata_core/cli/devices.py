@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from .. import log
+from .. import log, people
 from ..gpu.backends import backend_for
 from ..plan import config as run_config
 from ..plan.context import this_os
 from ..plan.detection import PlanRequest, detect
+from ..plan.plan import HOST
 from .answers import device_dict, devices_answer, dumps
 from .report import devices_text, warn
 
@@ -18,11 +19,11 @@ def run_devices(request: PlanRequest, as_json: bool, verbose: bool) -> int:
     os_name = request.os or this_os()
     rows = [device_dict(a, selection, os_name, request.env) for a in detected.assignments]
     if as_json:
-        backend = backend_for(selection.vendor) or "hip"
+        backend = (backend_for(selection.vendor) if selection.indices else None) or HOST
         print(dumps(devices_answer(rows, backend, selection, notes, detected.warnings)))
     else:
         warn(detected.warnings)
         for note in notes:
             log.info(note, kind="note")
-        print(devices_text(rows, selection, verbose))
+        people.show(devices_text(rows, selection, verbose, people.width()))
     return 0

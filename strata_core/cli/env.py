@@ -8,13 +8,14 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
+from .. import people
 from ..plan.detection import PlanRequest
 from .answers import dumps, env_answer
 from .env_facts import gather
 
 
-def text(answer: Mapping[str, Any]) -> str:
-    """The report for people, read from its JSON answer."""
+def text(answer: Mapping[str, Any], columns: int | None = None) -> list[str]:
+    """The report for people, read from its JSON answer, its lines fitted to ``columns``."""
     cpu, numpy = answer["cpu"], answer["numpy"]
     lines = [f"strata {answer['strata']}", "plugins:"]
     lines += [
@@ -37,11 +38,14 @@ def text(answer: Mapping[str, Any]) -> str:
         for name, info in answer["libraries"].items()
     ]
     lines += ["devices:"]
-    lines += [
-        f"  {'*' if d['selected'] else ' '} {'-' if d['index'] is None else d['index']}  "
-        f"{d['name']}  {d['gfx']}  {d['family']}  {d['status']}; {d['reason']}"
-        for d in answer["devices"]
-    ] or ["  none"]
+    for d in answer["devices"]:
+        lines += [
+            f"  {'*' if d['selected'] else ' '} {'-' if d['index'] is None else d['index']}  "
+            f"{d['name']} ({d['gfx']}, {d['family']})",
+            f"      {d['status']}; {d['reason']}",
+        ]
+    if not answer["devices"]:
+        lines.append("  none")
     lines += ["variables that change a plan:"]
     lines += [f"  {k}={v}" for k, v in answer["variables"].items()] or ["  none"]
     config = answer["run_config"]
@@ -56,10 +60,13 @@ def text(answer: Mapping[str, Any]) -> str:
         ]
         lines += [f"    {k}={v}" for k, v in config["env"].items()]
     lines += [f"warning: {w}" for w in answer["warnings"]]
-    return "\n".join(lines)
+    return people.lines_for(lines, columns)
 
 
 def run_env(request: PlanRequest, as_json: bool) -> int:
     answer = env_answer(gather(request))
-    print(dumps(answer) if as_json else text(answer))
+    if as_json:
+        print(dumps(answer))
+    else:
+        people.show(text(answer, people.width()))
     return 0

@@ -16,7 +16,8 @@ from ..answer_cache import ENV_PREFIXES
 from ..api.manager import PluginRecord
 from ..plan import config as run_config
 from ..plan.claims import Assignment
-from ..plan.detection import PlanRequest, detect, seconds_variable
+from ..plan.detection import PlanRequest, detect, detection_context, seconds_variable
+from ..plan.plan import HOST
 from ..plan.selection import Selection
 from ..tuning.versions import LibraryVersion
 
@@ -110,6 +111,28 @@ def _first_line(path: Path) -> str | None:
     return lines[0].strip() if lines else None
 
 
+def runtimes(request: PlanRequest) -> tuple[str, ...]:
+    """What the HIP runtime and NVML (the NVIDIA driver) say, each asked whatever sysfs shows
+    (unless turned off), or where each was looked for."""
+    from ..detect import hip, nvidia
+
+    context = detection_context(request)
+    env = request.env
+    said = []
+    for name, asked, off, probe in (
+        ("HIP runtime", request.hip is not False and env.get("STRATA_HIP_PROBE", "1") != "0",
+         "--no-hip" if request.hip is False else "STRATA_HIP_PROBE=0", hip.run_probe),
+        ("NVML", env.get("STRATA_CUDA_PROBE", "1") != "0", "STRATA_CUDA_PROBE=0",
+         nvidia.run_probe),
+    ):  # fmt: skip
+        if not asked:
+            said.append(f"{name}: not asked ({off})")
+            continue
+        found = probe(context)
+        said += [*found.notes, *found.problems]
+    return tuple(said)
+
+
 def gather(request: PlanRequest) -> EnvReport:
     """Everything the report holds."""
     from ..gpu.backends import backend_for
@@ -119,6 +142,7 @@ def gather(request: PlanRequest) -> EnvReport:
     env = request.env
     path, config = run_config.find_and_load(request.config, env, request.recorder)
     detected = detect(request, config)
+    selection = detected.selection
     timeout = seconds_variable(env, "STRATA_HIP_PROBE_TIMEOUT", 15.0)
     return EnvReport(
         strata=__version__,
@@ -130,12 +154,12 @@ def gather(request: PlanRequest) -> EnvReport:
         numpy=numpy_blas(),
         rocm=rocm_version(env),
         drivers={name: _first_line(file) for name, file in DRIVER_FILES.items()},
-        runtimes=tuple(detected.found.notes),
+        runtimes=runtimes(request),
         libraries=versions.probe(env, timeout, request.recorder),
         assignments=detected.assignments,
-        selection=detected.selection,
+        selection=selection,
         os_label="windows" if sys.platform == "win32" else "linux",
-        backend=backend_for(detected.selection.vendor) or "hip",
+        backend=(backend_for(selection.vendor) if selection.indices else None) or HOST,
         env=env,
         config_path=path,
         config=config,

@@ -30,18 +30,56 @@ class UsageError(Exception):
     format, and with --json as a JSON answer too."""
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions as written; an option's help wrapped at spaces only, so that a name such
+    as deep-context-k2048 stays whole."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse with a usage error as a UsageError, whole option names only (an abbreviation
-    would change its meaning when an option is added), and help text kept as written."""
+    """argparse with a usage error as a UsageError (a misspelt choice with the closest one),
+    whole option names only (an abbreviation would change its meaning when an option is
+    added), every fixed set of values taken in any case (--kv INT8 is int8), and help text
+    kept as written."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
-        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        kwargs.setdefault("formatter_class", _HelpFormatter)
         super().__init__(*args, **kwargs)
+
+    def _get_value(self, action: argparse.Action, arg_string: str) -> Any:
+        if isinstance(action.choices, list | tuple) and arg_string not in action.choices:
+            folded = {str(c).casefold(): c for c in action.choices}
+            arg_string = str(folded.get(arg_string.casefold(), arg_string))
+        return super()._get_value(action, arg_string)
 
     def error(self, message: str) -> NoReturn:
         command = self.prog.removeprefix(PROG).strip()
+        message += closest_choice(message)
         raise UsageError(f"{command}: {message}" if command else message)
+
+
+def closest(word: str, known: Sequence[str]) -> str:
+    """The did-you-mean ("; did you mean KNOWN?") of a misspelt word, else nothing."""
+    import difflib
+
+    folded = {k.casefold(): k for k in known}
+    close = difflib.get_close_matches(word.casefold(), list(folded), n=1)
+    return f"; did you mean {folded[close[0]]}?" if close else ""
+
+
+def closest_choice(message: str) -> str:
+    """The did-you-mean of argparse's "invalid choice: 'chek' (choose from 'check')"."""
+    import re
+
+    found = re.search(r"invalid choice: '(.*)' \(choose from (.*)\)$", message)
+    if found is None:
+        return ""
+    return closest(found[1], re.findall(r"'([^']*)'", found[2]))
 
 
 def positive_int(text: str) -> int:
@@ -138,6 +176,11 @@ COMMANDS = {
         "Tuning tables: `table check` validates them by the lookup's rules.",
         "strata-core table check ~/.local/share/strata/tuning/*.txt",
     ),
+    "help": (
+        "show the help of strata-core, or of one command (its --help)",
+        "The help of strata-core, or of COMMAND (the same as strata-core COMMAND --help).",
+        "strata-core help\n  strata-core help plan",
+    ),
 }
 
 
@@ -153,7 +196,7 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
         "that cannot go on ends with its one error line.\n"
         "Run 'strata-core COMMAND --help' for a command's options and examples.",
     )
-    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"{PROG} {__version__}")
     _logging_options(parser, False)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (short, description, examples) in COMMANDS.items():
@@ -264,7 +307,7 @@ def _tune_options(tune: argparse.ArgumentParser) -> None:
         metavar="NAME|FILE",
         type=profile.named,
         help="model profile of the shapes to measure (with --switches, or on a card): "
-        f"{', '.join(profile.SHIPPED)} or a file",
+        f"{', '.join(profile.SHIPPED)} or a file (default: {profile.DEFAULT_NAME})",
     )
     tune.add_argument("--os", choices=OS_NAMES, help="with --switches: the OS the run is for")
     tune.add_argument(
@@ -287,6 +330,10 @@ def _tune_options(tune: argparse.ArgumentParser) -> None:
         action="store_true",
         help="with --switches: show the change to the run config as a diff; write nothing",
     )
+
+
+def _help_options(help_: argparse.ArgumentParser) -> None:
+    help_.add_argument("topic", nargs="?", metavar="COMMAND", help="the command to explain")
 
 
 def _table_options(table: argparse.ArgumentParser) -> None:
@@ -312,6 +359,7 @@ OPTIONS = {
     "run": _run_options,
     "tune": _tune_options,
     "table": _table_options,
+    "help": _help_options,
 }
 
 
@@ -365,9 +413,9 @@ def _planning_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kv", choices=KV_TYPES, help="KV cache type (default: the config's --kv)")
     parser.add_argument(
         "--pack",
-        type=pack_name,
+        choices=PACKS,
         metavar="FORMAT",
-        help=f"model pack format, in any case: {', '.join(PACKS)}",
+        help=f"model pack format: {', '.join(PACKS)}",
     )
     parser.add_argument(
         "--kv-streaming",
@@ -389,8 +437,8 @@ def _planning_options(parser: argparse.ArgumentParser) -> None:
         "--profile",
         metavar="NAME|FILE",
         type=profile.named,
-        help=f"model profile of the workload: {', '.join(profile.SHIPPED)} (the default) "
-        "or a file",
+        help=f"model profile of the workload: {', '.join(profile.SHIPPED)} or a file "
+        f"(default: {profile.DEFAULT_NAME})",
     )
     parser.add_argument(
         "--hipblaslt",
@@ -439,10 +487,16 @@ def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) ->
     env = dict(os.environ)
     log.configure(fmt=log.format_named(argv))  # a usage error is said in the chosen format too
     as_json = "--json" in argv
+    argv = _help_as_option(argv)
     word = _command_word(argv)
     parser = _parser(word if word in COMMANDS else None)
+    if not argv:  # as git does: a bare call is shown what it can call
+        sys.stderr.write(parser.format_help())
+        return 2
     try:
         _known_command(argv)
+        if word is None and not {"-h", "--help", "-V", "--version"} & set(argv):
+            raise UsageError(_no_command(argv))
         args = parser.parse_args(argv)
         if args.verbose and args.quiet:
             raise UsageError("-v and -q: give one of them")
@@ -450,7 +504,11 @@ def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) ->
             raise UsageError(problem)
         log.configure(log.level_from(args.verbose, args.quiet, env), args.log_format)
     except (UsageError, ValueError) as bad:
-        return _fail(str(bad), 2, as_json)
+        message = _with_closest_option(str(bad), parser, argv)
+        status = _fail(message, 2, as_json)
+        if word is None and not as_json:
+            sys.stderr.write(f"{parser.format_usage()}Run '{PROG} help' for the commands.\n")
+        return status
     # a write past the file size limit fails with EFBIG (one line) instead of killing us
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     if env.get("STRATA_CACHE", "1") not in ("0", "1"):
@@ -508,14 +566,58 @@ def _command_word(argv: Sequence[str]) -> str | None:
     return None
 
 
+def _help_as_option(argv: list[str]) -> list[str]:
+    """`help` is `--help`, and `help COMMAND` is `COMMAND --help`."""
+    if _command_word(argv) != "help":
+        return argv
+    at = argv.index("help")
+    return [*argv[:at], *argv[at + 1 :], "--help"]
+
+
+def _no_command(argv: Sequence[str]) -> str:
+    """What a command line of options alone lacks: a command, or an option it misspelt."""
+    known = ("-v", "--verbose", "-q", "--quiet", "--log-format", "-h", "--help", "-V",
+             "--version")  # fmt: skip
+    unknown = [a for a in argv if a.startswith("-") and a.partition("=")[0] not in known]
+    if unknown:
+        return f"{unknown[0]} is not an option of {PROG}{closest(unknown[0], known)}"
+    return "name a command"
+
+
+def _with_closest_option(message: str, parser: argparse.ArgumentParser, argv: Sequence[str]) -> str:
+    """argparse's "unrecognized arguments: --jsn" said of the command that was given, with the
+    option of that command closest to the first one it does not know."""
+    prefix = "unrecognized arguments: "
+    if not message.startswith(prefix):
+        return message
+    words = [a for a in argv if not a.startswith("-")]
+    names, current = [], parser
+    for word in words:
+        found = _subcommand(current, word)
+        if found is None:
+            break
+        names.append(word)
+        current = found
+    options = [o for o in current._option_string_actions if o.startswith("--")]
+    unknown = message.removeprefix(prefix).split()[0].partition("=")[0]
+    said = f"{' '.join(names)}: {message}" if names else message
+    return said + (closest(unknown, options) if unknown.startswith("-") else "")
+
+
+def _subcommand(parser: argparse.ArgumentParser, word: str) -> argparse.ArgumentParser | None:
+    """The parser of ``word``, a command (or table's action) of ``parser``; None if none."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and word in action.choices:
+            found: argparse.ArgumentParser = action.choices[word]
+            return found
+    return None
+
+
 def _known_command(argv: Sequence[str]) -> None:
     """A misspelt command is refused with the closest one (plgins: did you mean plugins?)."""
     word = _command_word(argv)
     if word is not None and word not in COMMANDS:
-        import difflib
-
-        close = difflib.get_close_matches(word, list(COMMANDS), n=1)
-        hint = f"; did you mean {close[0]}?" if close else ""
+        hint = closest(word, list(COMMANDS))
         raise UsageError(f"{word!r} is not a command ({', '.join(COMMANDS)}){hint}")
 
 
@@ -576,14 +678,6 @@ def _fail(message: str, status: int, as_json: bool) -> int:
 
         print(dumps(error_answer(message, status), indent=None))
     return status
-
-
-def pack_name(text: str) -> str:
-    """A pack format as the page writes it, from any case (iq3_s is IQ3_S)."""
-    names = {p.upper(): p for p in PACKS}
-    if text.upper() not in names:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a pack format ({', '.join(PACKS)})")
-    return names[text.upper()]
 
 
 def plan_request(

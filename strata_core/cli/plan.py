@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from .. import log
+from .. import log, people
 from ..api.switches import Switch
 from ..errors import StrataError
 from ..plan import config as run_config
@@ -34,7 +34,7 @@ def run_plan(request: PlanRequest, args: argparse.Namespace) -> int:
         log.info(note, kind="note")
     warn(outcome.warnings)
     if explained:
-        print(explain_text(plan, explained, switches[explained]))
+        people.show(explain_text(plan, explained, switches[explained], people.width()))
     elif args.toml:
         text = toml_header(plan, outcome.no_gpu) + run_config.dumps(
             reproducing_config(
@@ -50,10 +50,11 @@ def run_plan(request: PlanRequest, args: argparse.Namespace) -> int:
                     "comments and all)"
                 )
             write_atomic(args.output, text)
+            log.info(f"wrote {args.output}")
         else:
             print(text, end="")
     else:
-        print(plan_text(plan, row, args.verbose))
+        people.show(plan_text(plan, row, args.verbose, people.width()))
     return 0
 
 
@@ -64,7 +65,7 @@ def toml_header(plan: Plan, no_gpu: str | None) -> str:
     lines = [f"# strata run config from `strata-core plan --toml`: {what}"]
     if no_gpu:
         lines.append(f"# {no_gpu}: nothing is decided for a card")
-    return "".join(f"{line}\n" for line in lines)
+    return "".join(f"{people.one_line(line)}\n" for line in lines)  # a name ends no comment
 
 
 def switch_named(name: str, switches: Mapping[str, Switch], plugin: str) -> str:

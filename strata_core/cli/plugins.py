@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping
 
+from .. import people
 from ..api.manager import PluginManager, PluginStatus
 from .answers import dumps, plugins_answer, plugins_check_answer
 from .report import plugins_text, warn
@@ -21,7 +22,7 @@ def run_plugins(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         print(dumps(plugins_answer(records, libraries, manager.problems)))
     else:
         warn(manager.problems)
-        print(plugins_text(records, libraries))
+        people.show(plugins_text(records, libraries, people.width()))
     return 0
 
 
@@ -38,7 +39,12 @@ def check_plugins(args: argparse.Namespace, manager: PluginManager) -> int:
         print(dumps(plugins_check_answer(found, manager.problems)))
     else:
         warn(manager.problems)
+        lines = []
         for name, problems in found.items():
-            print(f"{name}: " + ("conforms" if not problems else f"{len(problems)} problem(s)"))
-            print("".join(f"  {problem}\n" for problem in problems), end="")
+            lines.append(
+                f"{name}: "
+                + ("conforms" if not problems else people.counted(len(problems), "problem"))
+            )
+            lines += [f"  {problem}" for problem in problems]
+        people.show(people.lines_for(lines, people.width()))
     return 1 if any(found.values()) or manager.problems else 0

@@ -6,10 +6,9 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import log
+from .. import log, people
 from ..errors import StrataError
 from ..plan.detection import PlanRequest
 from ..plan.pipeline import PlanOutcome, make_plan
@@ -39,16 +38,17 @@ def run(request: PlanRequest, as_json: bool, engine: Sequence[str] | None) -> in
 
 
 def config_engine(outcome: PlanOutcome) -> list[str]:
-    """`run --` with no engine named: the run config's ``exe`` (a relative path is the config
-    file's neighbour) with its ``args``, less those the plan decides."""
+    """`run --` with no engine named: the run config's ``exe`` with its ``args``, less those
+    the plan decides. A path with a slash (``./eng.sh``, ``build-hip/strata``) is the config
+    file's neighbour, never looked for on PATH; a bare name is looked for on PATH."""
     config, where = outcome.config, outcome.config_path
     if not config.exe:
         raise StrataError("run --: name the engine to start after --, or as exe in the run config")
-    exe = Path(config.exe).expanduser()
-    if "/" in config.exe and not exe.is_absolute() and where is not None:
-        exe = where.parent / exe
+    exe = os.path.expanduser(config.exe)
+    if "/" in exe and not os.path.isabs(exe) and where is not None:
+        exe = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(where)), exe))
     decided = {arg for arg in outcome.plan.engine_args() if arg.startswith("--")}
-    return [str(exe), *without_flags(config.args, decided)]
+    return [exe, *without_flags(config.args, decided)]
 
 
 def start_engine(plan: Plan, env: Mapping[str, str], engine: Sequence[str]) -> int:
@@ -84,8 +84,12 @@ def report_run(outcome: PlanOutcome, as_json: bool) -> int:
         notes = [*outcome.notes, *ran.said]
         print(dumps(run_answer(ran, notes, outcome.warnings, plan.log)))
         return 0
-    print(headline(ran))
-    print(kernel_table(kernel_dicts(ran.kernels), "DRAM" if ran.backend == HOST else "card"))
+    columns = people.width()
+    memory = "DRAM" if ran.backend == HOST else "card"
+    people.show(
+        [*people.wrapped(headline(ran), columns),
+         *kernel_table(kernel_dicts(ran.kernels), memory, columns)]
+    )  # fmt: skip
     return 0
 
 
@@ -112,57 +116,67 @@ def headline(ran: RunOutcome) -> str:
 
 #: the expert step's reports, whose read share counts the distinct experts read
 EXPERT_REPORTS = ("expert_matvec_q8_0", "expert_matvec_q8_0_batch")
-#: SI prefixes for counts per second
+#: the reports whose read is held against the memory's read rate
+READ_SHARES = ("matvec_q8_0", *EXPERT_REPORTS, "topk_prompt")
+#: SI prefixes for counts per second, and for GFLOP/s
 PREFIXES = ((1e9, "G"), (1e6, "M"), (1e3, "K"))
 
 
 def readable(value: float, unit: str) -> str:
-    """A rate with a prefix where its unit is a count (2,370.4 M cells/s)."""
+    """A rate with a prefix where its unit is a count (2,370.4 M cells/s), and in TFLOP/s
+    from a thousand GFLOP/s."""
     if unit in ("tokens/s", "cells/s"):
         for scale, prefix in PREFIXES:
             if value >= scale:
                 return f"{value / scale:,.1f} {prefix} {unit}"
+    if unit == "GFLOP/s" and value >= 1e3:
+        return f"{value / 1e3:,.1f} TFLOP/s"
     return f"{value:,.1f} {unit}"
 
 
-def kernel_table(kernels: Mapping[str, dict[str, Any]], memory: str) -> str:
-    """The run's kernels under column headers; a read share above 100% is cache-resident. On a
-    card the median is the GPU's time (events, the queue held) and the host's call time is
-    beside it."""
+def read_cell(name: str, kernel: Mapping[str, Any]) -> str:
+    """The kernel's read rate, with its share of the memory's read rate where the workload
+    holds it against it (above 100%: the data came from a cache)."""
+    share = kernel["bandwidth_of_read"]
+    rate = f"{kernel['bandwidth_gbs']:,.1f} GB/s"
+    if name not in READ_SHARES or share is None:
+        return rate
+    return f"{rate} ({'cached' if share > 1 else f'{share:.0%}'})"
+
+
+def kernel_table(
+    kernels: Mapping[str, dict[str, Any]], memory: str, columns: int | None = None
+) -> list[str]:
+    """The run's kernels under column headers: calls checked of calls made, times in the unit
+    a person reads, rates, and the read held against the ``memory``'s read rate. On a card
+    the median is the GPU's time (events, the queue held) and the host's call time is beside
+    it. A table wider than ``columns`` (or 100) puts each kernel's name and variant on a line
+    of its own above its figures."""
     on_card = any(r.get("call_ms") is not None for r in kernels.values())
-    median = "GPU median" if on_card else "median"
-    rows = [("kernel", "variant", "calls", "checked", median, "spread", "throughput", "read",
-             f"of {memory} read", *(("host call",) if on_card else ()))]  # fmt: skip
+    rows = [(
+        "kernel", "variant", "checked", "GPU median" if on_card else "median", "spread",
+        "throughput", f"read (of {memory}'s)", *(("host call",) if on_card else ()),
+    )]  # fmt: skip
     for name, r in kernels.items():
-        share = r["bandwidth_of_read"]
-        of_read = (
-            ""
-            if name not in ("matvec_q8_0", *EXPERT_REPORTS, "topk_prompt") or share is None
-            else "cache-resident"
-            if share > 1
-            else f"{share:.0%}"
-        )
         rows.append(
             (
                 name,
                 r["variant"],
-                str(r["calls"]),
-                str(r["checked"]),
-                f"{r['median_ms']:.3f} ms",
-                f"±{r['spread_ms']:.3f} ms",
+                f"{r['checked']}/{r['calls']}",
+                people.duration(r["median_ms"] / 1e3),
+                f"±{people.duration(r['spread_ms'] / 1e3)}",
                 readable(r["throughput"], r["unit"]),
-                f"{r['bandwidth_gbs']:,.1f} GB/s",
-                of_read,
-                *((f"{r['call_ms']:.3f} ms",) if on_card else ()),
+                read_cell(name, r),
+                *((people.duration(r["call_ms"] / 1e3),) if on_card else ()),
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     left = {0, 1}
-    return "\n".join(
-        "  "
-        + "  ".join(
-            cell.ljust(w) if i in left else cell.rjust(w)
-            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-        ).rstrip()
-        for row in rows
-    )
+    right = set(range(len(rows[0]))) - left
+    lines = people.table(rows, right=right, columns=columns)
+    if max(len(line) for line in lines) + 2 <= min(columns or people.TABLE_COLUMNS, 100):
+        return [f"  {line}" for line in lines]
+    figures = people.table([row[2:] for row in rows], right=range(len(rows[0]) - 2))
+    out = [f"  {rows[0][0]} ({rows[0][1]})", f"      {figures[0]}"]
+    for row, line in zip(rows[1:], figures[1:], strict=True):
+        out += [f"  {row[0]} ({row[1]})", f"      {line}"]
+    return out

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import attrs
 
+from .. import people
 from ..tuning.tables import Table, TableError, read
 
 
@@ -61,16 +62,16 @@ def run_table_check(args: argparse.Namespace) -> int:
     if args.json:
         print(dumps(table_check_answer(ok, checks, empty)))
         return 0 if ok else 1
+    lines: list[str] = []
     for c in checks:
         if c.table is None:
-            print("\n".join(c.problems))
+            lines += c.problems
             continue
         table = c.table
-        print(
+        rows = people.counted(len(table.rows), "row")
+        lines.append(
             f"{c.path}: ok: {table.kind.library} table for {table.arch}, version "
-            f"{table.version}, {len(table.rows)} rows ({table.tuned_rows} tuned)"
-            f"{lookup_note(c.path, table)}"
+            f"{table.version}, {rows} ({table.tuned_rows} tuned){lookup_note(c.path, table)}"
         )
-    for line in empty:
-        print(line)
+    people.show(people.lines_for([*lines, *empty], people.width()))
     return 0 if ok else 1

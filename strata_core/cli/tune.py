@@ -19,6 +19,7 @@ from .. import log
 from ..digits import is_digits
 from ..errors import StrataError
 from ..files import write_atomic
+from ..people import counted
 from ..tuning import tables
 from ..tuning.tables import HOST, OP_PATTERN, TableError, parse, render
 from .table import lookup_note
@@ -96,6 +97,12 @@ def parse_tokens(text: str) -> list[int]:
     return tokens
 
 
+def names_a_folder(output: str | None) -> bool:
+    """Whether a calibration's --output asks for a folder, which is made where missing (none
+    given: the default folder)."""
+    return output is None or output.endswith(os.sep)
+
+
 def table_target(output: str | None, env: Mapping[str, str], name: str) -> Path:
     """Where a calibration writes the table named ``name``: --output (a folder where it is
     one or ends in a slash, else a file of any name), else the first of $STRATA_TUNING_DIR,
@@ -114,8 +121,9 @@ def table_target(output: str | None, env: Mapping[str, str], name: str) -> Path:
     return Path(output)
 
 
-def write_table(target: Path, text: str, taken_by: str) -> int:
-    """Write a calibrated table, which must be one that ``table check`` takes."""
+def write_table(target: Path, text: str, taken_by: str, make_folders: bool = False) -> int:
+    """Write a calibrated table, which must be one that ``table check`` takes; its folder is
+    made only where ``make_folders`` (the default folder, or one --output names)."""
     try:
         table = parse(text, target)
     except TableError as error:
@@ -125,13 +133,14 @@ def write_table(target: Path, text: str, taken_by: str) -> int:
             "nothing was written"
         ) from None
     try:
-        write_atomic(target, text)
+        write_atomic(target, text, make_folders)
     except StrataError:
         sys.stdout.write(text)
         log.warning("tune: the table could not be written; it is on stdout instead")
         raise
     how = lookup_note(target, table) or taken_by
-    log.info(f"tune: wrote {len(table.rows)} rows ({table.tuned_rows} tuned) to {target}{how}")
+    rows = counted(len(table.rows), "row")
+    log.info(f"tune: wrote {rows} ({table.tuned_rows} tuned) to {target}{how}")
     return 0
 
 
@@ -148,8 +157,8 @@ def tune_host(
     tunable = HostGemmTunable(cases or cases_for(tokens or DEFAULT_TOKENS))
     target = table_target(args.output, env, HOST.file_name(tunable.arch, tunable.version))
     log.info(
-        f"tune: host backend, {tunable.arch}, {tunable.version}: {len(tunable.cases())} "
-        f"cases, {args.repeats} rounds each"
+        f"tune: host backend, {tunable.arch}, {tunable.version}: "
+        f"{counted(len(tunable.cases()), 'case')}, {counted(args.repeats, 'round')} each"
     )
     threads = measured_threads(env)
     table, _ = calibrate(
@@ -159,7 +168,7 @@ def tune_host(
         lambda line: log.info(line, kind="progress"),
         meta=threads_meta(threads),
     )
-    return write_table(target, render(table), "")
+    return write_table(target, render(table), "", names_a_folder(args.output))
 
 
 def measured_threads(env: Mapping[str, str]) -> ThreadChoice:
@@ -265,17 +274,24 @@ def tune_card(
     taken_by = (
         "" if path.library == "rocblas" else f"; STRATA_{path.library.upper()}_TABLE=on takes it"
     )
-    return write_table(target, answer["table"], taken_by)
+    return write_table(target, answer["table"], taken_by, names_a_folder(args.output))
 
 
 def host_run(args: argparse.Namespace, env: Mapping[str, str], config: Path | None) -> Any:
     """The host backend of this PC's plan (with the run config ``config``, where there is
-    one yet): its instruction set and kernels."""
+    one yet): its instruction set and kernels. The cards the config chooses are not asked
+    for: the host backend needs none of them."""
     from ..plan.detection import PlanRequest
     from ..plan.pipeline import make_plan
+    from ..plan.selection import DeviceChoice
 
     request = PlanRequest(
-        env=env, config=config, sysfs=args.sysfs, profile=args.profile, for_run=True
+        env=env,
+        config=config,
+        sysfs=args.sysfs,
+        choice=DeviceChoice(),
+        profile=args.profile,
+        for_run=True,
     )
     host = make_plan(request).plan.host
     assert host is not None  # a plan for a run has one

@@ -6,6 +6,7 @@ from __future__ import annotations
 from .. import log
 from ..api.hookspec import hookimpl
 from ..api.records import Detection, DetectionContext, DeviceReport
+from ..people import counted
 from .hardware import amd_gpu
 from .visibility import is_runtime_variable
 
@@ -65,7 +66,8 @@ def interpret(answer: dict[str, Any]) -> Detection:
         named = answer.get("named")
         if named:
             return Detection(problems=(f"no HIP runtime: {named}",))
-        return Detection(notes=("no HIP runtime found (tried libamdhip64.so.7, .so.6, .so.5)",))
+        tried = ", ".join(answer.get("tried") or ["libamdhip64.so.7", ".so.6", ".so.5"])
+        return Detection(notes=(f"no HIP runtime found (tried {tried})",))
     version = answer.get("runtime_version")
     where = f"HIP runtime {library}" + (f" (version {_hip_version(version)})" if version else "")
     if "error" in answer:
@@ -85,7 +87,7 @@ def interpret(answer: dict[str, Any]) -> Detection:
         )
         for d in devices
     )
-    return Detection(reports=reports, notes=(f"{where} sees {len(devices)} device(s)",))
+    return Detection(reports=reports, notes=(f"{where} sees {counted(len(devices), 'device')}",))
 
 
 def _hip_version(version: int) -> str:

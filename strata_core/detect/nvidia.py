@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from .. import log
 from ..api.hookspec import hookimpl
 from ..api.records import Detection, DetectionContext, DeviceReport
+from ..people import counted
 from .hardware import nvidia_gpu
 from .kfd import MAX_MEMORY_BYTES
 from .visibility import cuda_visible_devices
@@ -65,7 +66,8 @@ def interpret(answer: dict[str, Any], env: Mapping[str, str]) -> Detection:
         named = answer.get("named")
         if named:
             return Detection(problems=(f"no NVML: {named}",))
-        return Detection(notes=("no NVIDIA driver found (tried libnvidia-ml.so.1)",))
+        tried = ", ".join(answer.get("tried") or ["libnvidia-ml.so.1"])
+        return Detection(notes=(f"no NVIDIA driver found (tried {tried})",))
     versions = [f"driver {answer['driver_version']}"] if "driver_version" in answer else []
     if "cuda_version" in answer:
         versions.append(_cuda_version(answer["cuda_version"]))
@@ -102,11 +104,13 @@ def interpret(answer: dict[str, Any], env: Mapping[str, str]) -> Detection:
                 hidden_by=visible.hidden.get(position),
             )
         )
-    shown = f"{len(visible.order)} of {len(cards)}" if visible.hidden else str(len(cards))
+    shown = counted(len(cards), "device")
+    if visible.hidden:
+        shown = f"{len(visible.order)} of {shown}"
     return Detection(
         reports=tuple(reports),
         problems=tuple(problems),
-        notes=(f"{where} sees {shown} device(s)",),
+        notes=(f"{where} sees {shown}",),
         complete_for=("nvidia",),
     )
 

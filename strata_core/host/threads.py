@@ -23,6 +23,7 @@ import attrs
 
 from ..answer_cache import Recorder, directory, write_entry
 from ..api.records import Workload
+from ..people import counted
 
 #: how much faster a choice must be than the simpler one (fewer threads, OpenMP's own wait)
 MARGIN = 1.05
@@ -49,7 +50,7 @@ class ThreadChoice:
         """What runs: ``2 threads, OMP_WAIT_POLICY=active``."""
         if self.threads is None:
             return "measured when the workload runs"
-        count = f"{self.threads} thread{'s' if self.threads > 1 else ''}"
+        count = counted(self.threads, "thread")
         return count + (f", OMP_WAIT_POLICY={self.wait_policy}" if self.wait_policy else "")
 
 

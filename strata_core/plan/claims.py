@@ -73,14 +73,20 @@ def _resolve(
     return Assignment(device, winner, f"{winner} {claim.reason}", claims)
 
 
+#: how a plugin distribution is installed from a checkout's wheelhouse (README.md,
+#: "Installing like a user"; scripts/build-wheels.sh writes dist/)
+INSTALL = "scripts/build-wheels.sh && pip install --no-index --find-links dist {}"
+
+
 def _nobody(manager: PluginManager, device: Device) -> str:
-    """The short reason: the plugin to install or the one that is not active (each plugin's
-    own refusal is in Assignment.refusals)."""
+    """The short reason: the plugin to install or the one that is not active, and for a
+    target the wave32 builds cannot run, the page's why (each plugin's own refusal is in
+    Assignment.refusals)."""
     why = f"no installed plugin runs {device.gfx} ({device.family})"
     reasons = []
     found = archdb.extra_for(device.gfx)
     if found is not None:
-        extra, distribution = found
+        _, distribution = found
         records = [r for r in manager.records.values() if r.distribution == distribution]
         reasons += [
             f"{r.name} is {r.status.value}: {r.why}"
@@ -88,5 +94,32 @@ def _nobody(manager: PluginManager, device: Device) -> str:
             if r.status is not PluginStatus.ACTIVE
         ]
         if not records:
-            reasons.append(f"install strata[{extra}] for it")
+            reasons.append(
+                f"{distribution} is not installed (from a checkout: {INSTALL.format(distribution)})"
+            )
+    arch = archdb.lookup(device.gfx)
+    if arch is not None and arch.wave32_refusal:
+        reasons.append(f"{arch.wave32_refusal} (AMD_HIP.md, {arch.target})")
     return why + (": " + "; ".join(reasons) if reasons else "")
+
+
+def builds_carry(manager: PluginManager, device: Device) -> str | None:
+    """What the installed builds of the device's vendor carry code for, where none carries
+    the device's target (AMD_HIP.md: "A binary carried to another card stops with the card's
+    name, its architecture and the build's list"); None where one does."""
+    nvidia = device.vendor == "nvidia"
+    carried = sorted(
+        {
+            target
+            for r in manager.records.values()
+            if r.status is PluginStatus.ACTIVE and not r.builtin
+            for target in r.targets
+            if (archdb.compute_capability(target) is not None) == nvidia
+        },
+        key=lambda target: (len(target), target),  # gfx906 before gfx1030
+    )
+    if not carried:
+        return f"no {'NVIDIA' if nvidia else 'AMD'} GPU build is installed"
+    if device.gfx in carried:
+        return None
+    return f"the installed builds carry {', '.join(carried)}, not {device.gfx}"

@@ -113,11 +113,12 @@ def device_choice(request: PlanRequest, config: run_config.RunConfig) -> DeviceC
     roles = {int(k): v for k, v in config.gpu_roles.items()}
     where = str(run_config.find(request.config, request.env, request.recorder))
     if config.hip_ordinal is not None:
-        return DeviceChoice(gpu=config.hip_ordinal, roles=roles, source=f"{where}'s hip_ordinal")
+        return DeviceChoice(gpu=config.hip_ordinal, roles=roles, source=where, key="hip_ordinal")
     if config.gpu is not None or config.gpu_roles:
+        key = "gpu_roles" if roles else "gpu"
         if isinstance(config.gpu, int):
-            return DeviceChoice(gpu=config.gpu, roles=roles, source=where)
-        return DeviceChoice(gpus=config.gpu, roles=roles, source=where)
+            return DeviceChoice(gpu=config.gpu, roles=roles, source=where, key=key)
+        return DeviceChoice(gpus=config.gpu, roles=roles, source=where, key=key)
     return DeviceChoice()
 
 

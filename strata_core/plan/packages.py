@@ -54,7 +54,13 @@ def opted_in(gfx: str, os_name: str, env: Mapping[str, str]) -> bool:
 
 
 def status(gfx: str, os_name: str, env: Mapping[str, str]) -> str:
-    """The "Supported cards" status of a target, with the opt-in where the user gave it."""
+    """The "Supported cards" status of a target, with the opt-in where the user gave it; an
+    NVIDIA card's compute capability (the page's cards are AMD's)."""
+    if gfx.startswith(archdb.NVIDIA_PREFIX):
+        capability = archdb.compute_capability(gfx)
+        if capability is None:
+            return "NVIDIA, compute capability unknown (the NVIDIA driver did not describe it)"
+        return f"NVIDIA, compute capability {capability // 10}.{capability % 10}"
     arch = archdb.lookup(gfx)
     if arch is None:
         return "not in the architecture database"

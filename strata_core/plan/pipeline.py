@@ -21,7 +21,7 @@ from ..errors import StrataError
 from ..host.plugin import host_device
 from . import config as run_config
 from . import packages, profile
-from .claims import Assignment, assign
+from .claims import Assignment, assign, builds_carry
 from .context import ram_bytes, this_os
 from .detection import (
     PlanRequest,
@@ -76,7 +76,7 @@ class PlanOutcome:
 
 def make_plan(request: PlanRequest) -> PlanOutcome:
     """The plan for the main card, a named card (``request.device``), or the host backend
-    when no AMD GPU can run."""
+    when no GPU can run."""
     env, recorder = request.env, request.recorder
     path, config = run_config.find_and_load(request.config, env, recorder)
     chosen = chosen_plugin(request, config)
@@ -95,7 +95,7 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
         detected = detect(request, config)
         manager, selection = detected.manager, detected.selection
         detection_problems = (*detected.found.problems, *detected.problems)
-        refuse_unsupported(detected.assignments, selection)
+        refuse_unsupported(detected.assignments, selection, manager)
         if selection.indices:
             main = next(
                 a
@@ -103,7 +103,7 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
                 if selection.selects(a.device) and a.device.index == selection.indices[-1]
             )
         else:
-            no_gpu = f"no AMD GPU to run on ({selection.reason}); the host backend runs"
+            no_gpu = f"no GPU to run on ({selection.reason}); the host backend runs"
             main = Assignment(host_device(), HOST, "host runs on the CPU")
         others = tuple(
             a.device
@@ -166,16 +166,22 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
     return PlanOutcome(plan, main, selection, manager, config, path, no_gpu)
 
 
-def refuse_unsupported(assignments: Sequence[Assignment], selection: Selection) -> None:
+def refuse_unsupported(
+    assignments: Sequence[Assignment], selection: Selection, manager: PluginManager
+) -> None:
     """AMD_HIP.md: "Every chosen card must be one of the supported architectures"; a chosen
-    card that no plugin runs is refused, naming it and its family."""
+    card that no plugin runs is refused, naming it, its family and the installed builds'
+    targets ("A binary carried to another card stops with the card's name, its architecture
+    and the build's list")."""
     numbering = "CUDA" if selection.vendor == "nvidia" else "HIP"
     for a in assignments:
         if selection.selects(a.device) and not a.usable:
             d = a.device
+            carried = builds_carry(manager, d)
             raise StrataError(
                 f"{selection.reason}: {numbering} {d.index} is {d.name} ({d.gfx}, {d.family}), "
-                f"which {a.reason}; every chosen card must be one of the supported architectures"
+                f"which {a.reason}{f'; {carried}' if carried else ''}; every chosen card must "
+                "be one of the supported architectures"
             )
 
 

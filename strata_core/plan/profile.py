@@ -16,9 +16,11 @@ from .context import ram_bytes
 SHIPPED_DIR = Path(__file__).resolve().parent.parent / "profiles"
 DEFAULT = SHIPPED_DIR / "default.toml"
 GIB = 1 << 30
+#: the profile a run takes unless told
+DEFAULT_NAME = "small-moe"
 #: the profiles shipped beside default.toml, by the names `--profile` takes
 SHIPPED = {
-    "small-moe": DEFAULT,
+    DEFAULT_NAME: DEFAULT,
     "deep-context": SHIPPED_DIR / "deep-context.toml",
     "deep-context-k2048": SHIPPED_DIR / "deep-context-k2048.toml",
     "large-moe": SHIPPED_DIR / "large-moe.toml",
@@ -28,6 +30,17 @@ SHIPPED = {
 def named(value: str) -> Path:
     """`--profile`'s value: a shipped profile's name, else the file it names."""
     return SHIPPED.get(value, Path(value))
+
+
+def shipped_hint(path: Path) -> str:
+    """For a profile that cannot be read: the shipped profiles' names, and the closest one to
+    what was given."""
+    import difflib
+
+    close = difflib.get_close_matches(path.name.removesuffix(".toml"), list(SHIPPED), n=1)
+    return f"; the shipped profiles are {', '.join(SHIPPED)}" + (
+        f"; did you mean {close[0]}?" if close else ""
+    )
 
 
 def _structure(raw: dict[str, Any], path: Path) -> Workload:
@@ -50,7 +63,9 @@ def load(path: Path | None = None, recorder: Recorder | None = None) -> Workload
     try:
         raw = tomllib.loads((recorder or Recorder()).read_text(path.resolve()))
     except OSError as exc:
-        raise StrataError(f"{path}: cannot read the profile ({exc.strerror or exc})") from None
+        raise StrataError(
+            f"{path}: cannot read the profile ({exc.strerror or exc}){shipped_hint(path)}"
+        ) from None
     except UnicodeDecodeError as exc:
         raise StrataError(f"{path}: not UTF-8 text (byte {exc.start}); not a profile") from None
     except tomllib.TOMLDecodeError as exc:

@@ -16,12 +16,19 @@ ROLES = ("main", "helper")
 
 @attrs.frozen
 class DeviceChoice:
-    """What the user asked for. ``gpus`` is a tuple of HIP numbers or ``"all"``."""
+    """What the user asked for. ``gpus`` is a tuple of HIP numbers or ``"all"``; ``key`` is
+    the run config's key it came from (None: the command line's options)."""
 
     gpu: int | None = None
     gpus: tuple[int, ...] | str | None = None
     roles: Mapping[int, str] = attrs.field(factory=dict)
     source: str = "command line"
+    key: str | None = None
+
+    def said(self, option: str) -> str:
+        """Where the choice came from, by the name the user gave it: ``--gpus from command
+        line``, ``gpu from strata.toml``."""
+        return f"{self.key or option} from {self.source}"
 
 
 @attrs.frozen
@@ -86,7 +93,13 @@ def choose_backend(assignments: Sequence[Assignment], choice: DeviceChoice) -> S
         for a in assignments
         if a.device.vendor != vendor and a.usable
     )
-    return attrs.evolve(selection, notes=selection.notes + unused, vendor=vendor)
+    other = "HIP" if vendor == "nvidia" else "CUDA"
+    passed_over = tuple(
+        f"{other} {a.device.index} ({a.device.gfx}) passed over: {a.reason}"
+        for a in assignments
+        if a.device.vendor != vendor and a.device.visible and not a.usable
+    )
+    return attrs.evolve(selection, notes=selection.notes + unused + passed_over, vendor=vendor)
 
 
 def choose(
@@ -99,10 +112,10 @@ def choose(
         order = [i for i, r in choice.roles.items() if r == "helper"]
         order += [i for i, r in choice.roles.items() if r == "main"]
         return _explicit(
-            visible, tuple(order), dict(choice.roles), f"roles from {choice.source}", numbering
+            visible, tuple(order), dict(choice.roles), choice.said("--gpu-roles"), numbering
         )
     if choice.gpu is not None:
-        return _explicit(visible, (choice.gpu,), {}, f"--gpu from {choice.source}", numbering)
+        return _explicit(visible, (choice.gpu,), {}, choice.said("--gpu"), numbering)
     if choice.gpus == "all":
         discrete = [i for i in usable if not usable[i].device.integrated]
         pool = discrete or list(usable)
@@ -110,12 +123,12 @@ def choose(
         return _finish(
             tuple(ranked),
             {},
-            f"every card a plugin runs, most VRAM first ({choice.source})",
+            f"every card a plugin runs, most VRAM first ({choice.said('--gpus all')})",
             visible,
             _integrated_skipped(usable, discrete, numbering),
         )
     if isinstance(choice.gpus, tuple) and choice.gpus:
-        return _explicit(visible, choice.gpus, {}, f"--gpus from {choice.source}", numbering)
+        return _explicit(visible, choice.gpus, {}, choice.said("--gpus"), numbering)
     return _automatic(usable, visible, numbering)
 
 

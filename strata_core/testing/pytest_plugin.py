@@ -15,14 +15,17 @@ from .sysfs import FakeGPU, fake_gpu, write_sysfs
 
 
 def clean_environment(cache_dir: Path) -> dict[str, str]:
-    """The process environment without ROCm's variables, OpenMP's or any STRATA_* one, with
-    strata's answer cache in ``cache_dir``."""
+    """The process environment without ROCm's variables, OpenMP's, any STRATA_* one or the
+    terminal's width ($COLUMNS, $LINES: a test that wraps says its width), with strata's
+    answer cache in ``cache_dir``."""
     from ..detect.visibility import is_runtime_variable
 
     clean = {
         k: v
         for k, v in os.environ.items()
-        if not is_runtime_variable(k) and not k.startswith(("STRATA_", "OMP_"))
+        if not is_runtime_variable(k)
+        and not k.startswith(("STRATA_", "OMP_"))
+        and k not in ("COLUMNS", "LINES")
     }
     return clean | {"STRATA_CACHE_DIR": str(cache_dir)}
 

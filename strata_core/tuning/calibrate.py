@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import attrs
 import numpy as np
 
+from ..people import counted, duration
 from .dispatch import SolutionRefused
 from .tables import DEFAULT, MIN_GAIN, Kind, Row, Table
 
@@ -131,12 +132,15 @@ def calibrate(
             verdict = (
                 f"{winner} {default_us / best_us:.2f}x"
                 if winner != DEFAULT
+                else "default (the fastest)"
+                if best == DEFAULT
                 else f"default (best {best} {default_us / best_us:.2f}x)"
             )
             wrong = f"; refused or wrong output: {', '.join(rejected)}" if rejected else ""
             progress(
                 f"tune: [{number}/{len(cases)}] {case.label}: {verdict}, default "
-                f"{default_us:.1f} us, {len(medians)} solutions measured{wrong}"
+                f"{duration(default_us * 1e-6)}, {counted(len(medians), 'solution')} "
+                f"measured{wrong}"
             )
     header = {
         "generator": "strata-core-tune",

@@ -13,6 +13,7 @@ from collections.abc import Callable
 import attrs
 
 from ..api.records import RunContext
+from ..people import counted, duration
 
 #: "only when it wins by more than 3%"
 MIN_GAIN = 1.03
@@ -67,8 +68,8 @@ class Measured:
         gain = f"{(self.ratio - 1) * 100:+.1f}% ± {self.spread * 100:.1f}%"
         budget = "" if self.settled else ", the time budget ran out first"
         return (
-            f"{self.off_s * 1e3:.3f} -> {self.on_s * 1e3:.3f} ms, {gain} "
-            f"(medians of {self.pairs} pairs in {self.seconds:.1f} s{budget})"
+            f"{duration(self.off_s)} -> {duration(self.on_s)}, {gain} "
+            f"(medians of {counted(self.pairs, 'pair')} in {duration(self.seconds)}{budget})"
         )
 
 
