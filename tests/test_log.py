@@ -149,14 +149,19 @@ def test_options_before_the_command(pc):
     assert "strata-core: debug: " in verbose
 
 
-def test_run_quiet_on_a_terminal_shows_no_step_counter(env, tmp_path):
-    """The step counter is for a person at a terminal; -q keeps it off too."""
+def test_run_shows_its_progress_on_a_real_terminal_and_quiet_does_not(env, tmp_path):
+    """The progress line is for a person at a terminal (here a pseudo-terminal, with the
+    line's delay at zero so that every phase is drawn); -q keeps it off."""
     tiny = Path(__file__).parent / "fixtures" / "profiles" / "tiny.toml"
+    launch = (
+        "import sys; from strata_core.cli import progress; progress.DELAY_S = 0.0; "
+        "from strata_core.launcher import main; sys.exit(main(sys.argv[1:]))"
+    )
 
     def on_a_terminal(*options):
         ours, theirs = pty.openpty()
-        command = [sys.executable, "-m", "strata_core", "run", *options, "--sysfs",
-                   str(tmp_path), "--profile", str(tiny)]  # fmt: skip
+        command = [sys.executable, "-c", launch, "run", *options, "--sysfs", str(tmp_path),
+                   "--profile", str(tiny)]  # fmt: skip
         with subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=theirs) as ran:
             os.close(theirs)
             said = b""
@@ -166,8 +171,10 @@ def test_run_quiet_on_a_terminal_shows_no_step_counter(env, tmp_path):
         os.close(ours)
         return said.decode()
 
-    assert "run: step " in on_a_terminal()
-    assert "run: step " not in on_a_terminal("-q")
+    drawn = on_a_terminal()
+    assert "\rstrata-core: running the workload: decode step 1 of 3 (0 s)\x1b[K" in drawn
+    assert "\rstrata-core: checking every result against numpy" in drawn
+    assert "running the workload" not in on_a_terminal("-q")
 
 
 def _read(fd: int) -> bytes:

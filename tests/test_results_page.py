@@ -70,6 +70,7 @@ def test_the_record_is_written_whole_as_json(tmp_path):
 
 def test_the_page_shows_the_latest_run_of_each_machine_with_its_plot(tmp_path):
     results, page = tmp_path / "results", tmp_path / "results.md"
+    results.mkdir()
     bench_json.write(results / "old.json", host_record("2026-12-01T00:00:00Z"))
     bench_json.write(results / "new.json", host_record())
     bench_json.write(results / "card.json", card_record())
