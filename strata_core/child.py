@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .answer_cache import Recorder
@@ -23,13 +23,18 @@ class ChildFailed(Exception):
 
 
 def run_json_module(
-    module: str, env: Mapping[str, str], timeout_s: float, what: str, recorder: Recorder
+    module: str,
+    env: Mapping[str, str],
+    timeout_s: float,
+    what: str,
+    recorder: Recorder,
+    args: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The child's JSON answer; ChildFailed, with one line saying what went wrong, when it
-    gave none (and then the command's answer is not one to cache)."""
+    """The JSON answer of ``python -m module ARGS``; ChildFailed, with one line saying what
+    went wrong, when it gave none (and then the command's answer is not one to cache)."""
     try:
         child = subprocess.run(
-            [sys.executable, "-m", module],
+            [sys.executable, "-m", module, *args],
             env=dict(env),
             capture_output=True,
             text=True,

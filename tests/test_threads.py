@@ -4,6 +4,7 @@ thread."""
 
 import json
 import marshal
+import os
 import subprocess
 import sys
 from functools import partial
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 from cli_runner import strata_core
 
-from strata_core.host import threads
+from strata_core.host import thread_trial, threads
 from strata_core.host.threads import ThreadChoice, choose, user_choice
 
 TINY = Path(__file__).parent / "fixtures/profiles/tiny.toml"
@@ -51,7 +52,7 @@ def test_the_users_threads_win():
 
 
 def test_the_trial_times_one_thread_and_every_core():
-    measured = threads.trial(64, 256, 2, {})
+    measured = thread_trial.trial(64, 256, 2)
     assert set(measured) == {"1", str(threads.cores())}
     assert all(seconds > 0 for seconds in measured.values())
 
@@ -206,3 +207,25 @@ def test_the_wait_policy_is_set_where_openmp_starts(env, first, second, set_to):
         env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert result.stdout.strip() == str(set_to)
+
+
+def test_a_process_whose_openmp_ran_measures_without_hanging(monkeypatch):
+    """The trial runs in a new Python, so that nothing a busy process holds (its threads'
+    locks, its OpenMP runtime) reaches it: this one, which ran the host kernels on every
+    core and holds pytest's threads, measures too. (In a fork, the test suite's tune
+    --switches tests once waited out the trial's 60 s limit.)"""
+    import numpy as np
+
+    from strata_core.answer_cache import Recorder
+    from strata_core.api.records import Workload
+    from strata_core.host.library import HostLibrary
+
+    lib = HostLibrary()
+    lib.set_threads(0)
+    lib.matvec_q8_0(*(np.ones(s, t) for s, t in [((2048, 2048), np.int8),
+                    ((2048, 64), np.float16), (2048, np.int8), (64, np.float32)]))  # fmt: skip
+    monkeypatch.setattr(threads, "TRIAL_TIMEOUT_S", 30.0)
+    shape = Workload(hidden=256, ffn=64, experts_per_token=2)
+    measured = threads.measure(shape, {**os.environ, "STRATA_CACHE": "0"}, Recorder())
+    assert set(measured) == {"default", "active"}
+    assert all(set(times) == {"1", str(threads.cores())} for times in measured.values())

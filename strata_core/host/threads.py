@@ -1,8 +1,8 @@
 """How many threads the host kernels run on, and how OpenMP's idle threads wait between
 calls, chosen by measurement: a decode step of the workload's shape (its matvec and a
 one-token expert step) timed on one thread and on every core, once with OpenMP's own wait
-policy and once with OMP_WAIT_POLICY=active, each in a fork of this process (the OpenMP
-runtime reads its wait policy when it loads). Where more threads are not faster than one by
+policy and once with OMP_WAIT_POLICY=active, each in a new Python (the OpenMP runtime reads
+its wait policy when it loads). Where more threads are not faster than one by
 MARGIN, one thread runs: a default that is never slower than one thread. The measurement is
 kept in the answer cache's folder for a day; a host tuning table (`strata-core tune --host`)
 records one for good.
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import marshal
 import os
-import statistics
 import time
 import zlib
 from collections.abc import Mapping
@@ -27,11 +26,10 @@ from ..people import counted
 
 #: how much faster a choice must be than the simpler one (fewer threads, OpenMP's own wait)
 MARGIN = 1.05
-#: rounds of the measurement; each times every thread count once
-ROUNDS = 7
 #: how long a measurement is kept
 KEPT_S = 24 * 3600
-#: the longest one trial may take
+#: the module that times a decode step, and the longest it may take
+TRIAL = "strata_core.host.thread_trial"
 TRIAL_TIMEOUT_S = 60.0
 
 
@@ -102,44 +100,19 @@ def table_choice(meta: Mapping[str, str], table: str) -> ThreadChoice | None:
     return ThreadChoice(threads, policy, "table", f"from the host tuning table {table}")
 
 
-def trial(rows: int, cols: int, experts: int, env: Mapping[str, str]) -> dict[str, float]:
-    """In a fork whose environment is ``env`` (OMP_WAIT_POLICY there): the median seconds of
-    a decode step (a rows x cols matvec and a one-token step over ``experts`` such
-    matrices) on one thread and on every core, the counts alternating."""
-    import numpy as np
-
-    from .library import HostLibrary
-
-    lib = HostLibrary()
-    blocks = cols // 32
-    weights = np.ones((experts + 1, rows, cols), np.int8)
-    scales = np.ones((experts + 1, rows, blocks), np.float16)
-    ids = np.arange(1, experts + 1, dtype=np.int32)[None]
-    xq, xd = np.ones((1, cols), np.int8), np.ones((1, blocks), np.float32)
-    counts = sorted({1, cores()})
-    seconds: dict[int, list[float]] = {count: [] for count in counts}
-    for round_ in range(ROUNDS + 1):  # the first round warms up
-        for count in counts:
-            lib.set_threads(count)
-            start = time.perf_counter()
-            lib.matvec_q8_0(weights[0], scales[0], xq[0], xd[0])
-            lib.expert_matvec_q8_0(weights, scales, ids, xq, xd)
-            if round_:
-                seconds[count].append(time.perf_counter() - start)
-    return {str(count): statistics.median(times) for count, times in seconds.items()}
-
-
 def measure(workload: Workload, env: Mapping[str, str], recorder: Recorder) -> dict[str, Any]:
     """The decode step's times with OpenMP's own wait policy and with the active one, each in
-    a fork; ChildFailed where one gives no answer."""
-    from functools import partial
+    a new Python (strata_core.host.thread_trial; a fork would inherit an OpenMP runtime this
+    process may have started, which hangs in a fork); ChildFailed where one gives no
+    answer."""
+    from ..child import run_json_module
 
-    from ..child import run_json_forked
-
-    shape = partial(trial, workload.ffn, workload.hidden, workload.experts_per_token)
+    shape = (str(workload.ffn), str(workload.hidden), str(workload.experts_per_token))
     own = {k: v for k, v in env.items() if k != "OMP_WAIT_POLICY"}
     return {
-        policy: run_json_forked(shape, own | extra, TRIAL_TIMEOUT_S, "the threads' trial", recorder)
+        policy: run_json_module(
+            TRIAL, own | extra, TRIAL_TIMEOUT_S, "the threads' trial", recorder, shape
+        )
         for policy, extra in (("default", {}), ("active", {"OMP_WAIT_POLICY": "active"}))
     }
 
