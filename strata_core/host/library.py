@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +9,8 @@ import numpy as np
 
 from ..errors import StrataError
 from ..q8 import check_expert_shapes, check_matvec_shapes
+from .loading import LIBRARY, load
 
-LIBRARY = Path(__file__).resolve().with_name("libstrata_host.so")
 TOPK_VARIANTS = {"auto": 0, "register": 1, "wide": 2, "old": 3}
 ROUTER_VARIANTS = {"fast": 0, "portable": 1}
 
@@ -25,51 +24,15 @@ def _contiguous(array: np.ndarray, dtype: Any) -> np.ndarray:
     return np.ascontiguousarray(array, dtype=dtype)
 
 
-#: OMP_WAIT_POLICY as this process's OpenMP runtime read it when it started (it reads it
-#: once, when the library first loads)
-_openmp_started: list[str | None] = []
-
-
-def _start_openmp(wait_policy: str | None) -> None:
-    """Set OMP_WAIT_POLICY for the OpenMP runtime the library's first load starts; a later
-    load finds it started and its policy kept."""
-    if _openmp_started:
-        if wait_policy not in (None, _openmp_started[0]):
-            from .. import log
-
-            log.debug(
-                f"OMP_WAIT_POLICY={wait_policy}: OpenMP started in this process with "
-                f"{_openmp_started[0] or 'its own policy'}, which stays"
-            )
-        return
-    if wait_policy is not None:
-        os.environ["OMP_WAIT_POLICY"] = wait_policy
-    _openmp_started.append(os.environ.get("OMP_WAIT_POLICY"))
-
-
 class HostLibrary:
     """Typed numpy calls into libstrata_host; ``wait_policy`` is how OpenMP's idle threads
     wait (OMP_WAIT_POLICY), where this load starts OpenMP."""
 
     def __init__(self, path: Path = LIBRARY, wait_policy: str | None = None) -> None:
-        from ._host_ffi import ffi
-
-        if not path.is_file():
-            raise StrataError(f"the host kernel library is missing at {path}; reinstall strata")
-        _start_openmp(wait_policy)
-        self.ffi = ffi
-        # Never unloaded: unloading a library whose OpenMP threads still exist crashes the
-        # process at exit.
-        self.lib = ffi.dlopen(str(path), ffi.RTLD_NOW | ffi.RTLD_NODELETE)
+        self.ffi, self.lib = load(path, wait_policy)
         self.path = path
-        abi = self.lib.strata_abi_version()
-        if abi != self.lib.STRATA_KERNEL_ABI_VERSION:
-            raise StrataError(
-                f"{path} implements kernel ABI {abi}; this strata reads "
-                f"ABI {self.lib.STRATA_KERNEL_ABI_VERSION}"
-            )
-        self.operations = tuple(ffi.string(self.lib.strata_operations()).decode().split(","))
-        self.isa = ffi.string(self.lib.strata_isa()).decode()
+        self.operations = tuple(self.ffi.string(self.lib.strata_operations()).decode().split(","))
+        self.isa = self.ffi.string(self.lib.strata_isa()).decode()
 
     def _buffer(self, ctype: str, array: np.ndarray) -> Any:
         return self.ffi.from_buffer(ctype, array)

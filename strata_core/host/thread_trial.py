@@ -15,25 +15,27 @@ ROUNDS = 7
 
 
 def trial(rows: int, cols: int, experts: int) -> dict[str, float]:
-    import numpy as np
-
-    from .library import HostLibrary
+    from .loading import load
     from .threads import cores
 
-    lib = HostLibrary()
+    ffi, lib = load()
     blocks = cols // 32
-    weights = np.ones((experts + 1, rows, cols), np.int8)
-    scales = np.ones((experts + 1, rows, blocks), np.float16)
-    ids = np.arange(1, experts + 1, dtype=np.int32)[None]
-    xq, xd = np.ones((1, cols), np.int8), np.ones((1, blocks), np.float32)
+    weights = ffi.new("int8_t[]", (experts + 1) * rows * cols)
+    ffi.buffer(weights)[:] = b"\x01" * len(weights)  # written: untouched pages read as zeros
+    scales = ffi.new("uint16_t[]", (experts + 1) * rows * blocks)
+    ids = ffi.new("int32_t[]", list(range(1, experts + 1)))
+    xq, xd = ffi.new("int8_t[]", cols), ffi.new("float[]", blocks)
+    y = ffi.new("float[]", experts * rows)
     counts = sorted({1, cores()})
     seconds: dict[int, list[float]] = {count: [] for count in counts}
     for round_ in range(ROUNDS + 1):
         for count in counts:
-            lib.set_threads(count)
+            lib.strata_set_threads(count)
             start = time.perf_counter()
-            lib.matvec_q8_0(weights[0], scales[0], xq[0], xd[0])
-            lib.expert_matvec_q8_0(weights, scales, ids, xq, xd)
+            lib.strata_matvec_q8_0(weights, scales, xq, xd, y, rows, cols)
+            lib.strata_expert_matvec_q8_0(
+                weights, scales, ids, xq, xd, y, experts + 1, 1, experts, rows, cols
+            )
             if round_:
                 seconds[count].append(time.perf_counter() - start)
     return {str(count): statistics.median(times) for count, times in seconds.items()}

@@ -118,7 +118,7 @@ def measure(workload: Workload, env: Mapping[str, str], recorder: Recorder) -> d
 
 
 def _key(workload: Workload) -> str:
-    from .library import LIBRARY
+    from .loading import LIBRARY
     from .platform import cpu_name
 
     library = os.stat(LIBRARY)
