@@ -1,6 +1,6 @@
 """Built-in plugin ``core``: the switches the engine reads (most of them only its HIP build),
-and the rules that hold on every card. Rows follow reference/AMD_HIP.md; ``section`` names
-where."""
+and the rules that hold on every card. Rows follow the engine's HIP backend page (AMD_HIP.md);
+``section`` names where."""
 
 from __future__ import annotations
 
