@@ -1,6 +1,7 @@
-"""Facts about every AMD GPU target that reference/AMD_HIP.md names, as data: archdb.toml,
-keyed by target, each row with named fields and the place on the page it comes from, read
-into :class:`Arch` records (a row with an unknown, missing or mistyped field is refused)."""
+"""Facts about every AMD GPU target that the engine's HIP backend page (AMD_HIP.md) names, as
+data: archdb.toml, keyed by target, each row with named fields and the place on the page it
+comes from, read into :class:`Arch` records (a row with an unknown, missing or mistyped field
+is refused)."""
 
 from __future__ import annotations
 
@@ -85,7 +86,7 @@ def load(path: Path = DATA) -> dict[str, Arch]:
 ARCHS: dict[str, Arch] = load()
 
 #: The extras of the `strata` distribution: the plugin distribution each brings and the
-#: targets that plugin runs (AMD_HIP.md "Supported cards"; DESIGN.md "Layout").
+#: targets that plugin runs (AMD_HIP.md "Supported cards"; docs/design.md "Layout").
 EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {
     "rdna4": ("strata-hip-rdna4", ("gfx1200", "gfx1201")),
     "rdna3": ("strata-hip-rdna3", ("gfx1100", "gfx1101", "gfx1102")),

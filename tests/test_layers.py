@@ -29,8 +29,8 @@ GROUND = {
 }
 #: the console script and `python -m strata_core`, above every command
 ENTRY = {"strata_core.launcher", "strata_core.__main__"}
-#: each package's floor (DESIGN.md: api <- plan <- run <- cli, the backends and the tables
-#: below plan); a package may import its own floor and those below it
+#: each package's floor (docs/design.md, "Layers": api <- plan <- run <- cli, the backends
+#: and the tables below plan); a package may import its own floor and those below it
 FLOORS = {
     "api": 1,
     "detect": 2,

@@ -1,7 +1,9 @@
-"""Rules of reference/AMD_HIP.md that the plan once got wrong, each against the page's words."""
+"""Rules of the engine's HIP backend page (AMD_HIP.md) that the plan once got wrong, each against
+the page's words."""
 
 import json
 import re
+import tomllib
 from functools import partial
 from pathlib import Path
 
@@ -9,7 +11,14 @@ import pytest
 from cli_runner import strata_core
 
 from strata_core.api.kernels import topk_choice
-from strata_core.plan.core_switches import page_variables
+from strata_core.plan.core_switches import (
+    CMAKE,
+    ENGINE,
+    GFX906_BUILD,
+    SETUP,
+    SOURCE,
+    page_variables,
+)
 from strata_core.testing.distributions import write_distribution
 from strata_core.testing.sysfs import MI50, R9700, RADEON_780M, RX_7900_XTX, fake_gpu, write_sysfs
 from strata_core.tuning.switch_trials import TRIALS
@@ -338,19 +347,48 @@ def test_explain_topk_stream_in_the_pages_words(env):
     ) in out.stdout.splitlines()
 
 
-# The page itself, copied (tests read nothing outside the repository): every STRATA_ variable
-# it names is known to strata, from one table (core_switches), and nothing else is.
-PAGE = (Path(__file__).parent / "fixtures/reference/AMD_HIP.md").read_text(encoding="utf-8")
+# The page's STRATA_ names as this project wrote them down, each with its section, reader and
+# meaning (checked against the page by hand; the file says when and how to check again): every
+# variable the page names is known to strata, from one table (core_switches), in the section
+# and with the reader the file gives, and nothing else is.
+PAGE_NAMES = tomllib.loads(
+    (Path(__file__).parent / "fixtures/page_variables.toml").read_text(encoding="utf-8")
+)
+
+
+def page_rows(kind: str) -> dict[str, tuple[str, dict[str, str]]]:
+    """name -> (its section, its row) of the file's [variables] or [not_variables]."""
+    return {name: (s, row) for s, rows in PAGE_NAMES[kind].items() for name, row in rows.items()}
 
 
 def test_the_known_variables_are_the_pages():
-    on_page = set(re.findall(r"STRATA_[A-Z0-9_]+", PAGE)) - {k.magic for k in KINDS.values()}
-    assert on_page == set(page_variables())
+    variables, headers = page_rows("variables"), page_rows("not_variables")
+    assert set(variables) == set(page_variables())
+    assert set(headers) <= {k.magic for k in KINDS.values()}  # a table's header word
+    assert set(variables).isdisjoint(headers)
+    assert [n for n in (*variables, *headers) if not re.fullmatch(r"STRATA_[A-Z0-9_]+", n)] == []
 
 
 def test_each_variable_is_named_in_the_section_its_row_gives():
-    sections = {section for section, _ in page_variables().values()}
-    assert {s for s in sections if s not in PAGE} == set()
+    written = {n: (section, row["reader"]) for n, (section, row) in page_rows("variables").items()}
+    assert page_variables() == written
+
+
+def test_the_page_variables_file_names_only_the_pages_sections():
+    """Each name's section is one the file lists; each listed name begins the page's heading
+    it gives (or a paragraph's run-in title, under a heading the file lists too); each row a
+    reader and a meaning of one line."""
+    sections = PAGE_NAMES["sections"]
+    headings = {line for line in sections.values() if " > " not in line}
+    for name, line in sections.items():
+        *heading, title = line.split(" > ")
+        assert title.startswith(name) and set(heading) <= headings, name
+    rows = {**page_rows("variables"), **page_rows("not_variables")}
+    assert {s for s, _ in rows.values()} <= set(sections)
+    readers = {ENGINE, GFX906_BUILD, SETUP, CMAKE, SOURCE}
+    assert [n for n, (_, row) in rows.items() if set(row) != {"reader", "meaning"}] == []
+    assert [n for n, (_, row) in rows.items() if row["reader"] not in readers] == []
+    assert [n for n, (_, r) in rows.items() if not r["meaning"] or "\n" in r["meaning"]] == []
 
 
 ENGINE_ONLY = (

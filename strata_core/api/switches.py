@@ -1,7 +1,8 @@
 """Switches (engine environment variables and engine arguments), their defaults, and rule rows.
 
 A plugin declares the switches it knows as :class:`Switch` rows and gives defaults for a
-device as :class:`Rule` rows, so each row can be checked against reference/AMD_HIP.md.
+device as :class:`Rule` rows, so each row can be checked against the engine's HIP backend
+page (AMD_HIP.md).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """rocBLAS, bound through cffi in ABI mode (native/include/strata_rocblas.h): rocblas_gemm_ex
 with the default algorithm or a solution index, and the solutions the library lists for a
 problem (rocblas_gemm_ex_get_solutions). An index the library cannot use for the problem is
-refused with a status; rocBLAS does not fall back by itself (notes-tuning.md), so the caller
-does. The operands are laid out as in strata_core.blas.lt: D (N x T) = W^T X, ldy = N."""
+refused with a status (rocblas_status_invalid_value, from rocBLAS's tensile_host.cpp); rocBLAS
+does not fall back by itself, so the caller does. The operands are laid out as in
+strata_core.blas.lt: D (N x T) = W^T X, ldy = N."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Built-in detector: the kernel's KFD topology and the amdgpu DRM counters under a sysfs root.
 
-Format facts (reference/notes-detection.md section 2): one ``name value`` line per field,
-all decimal; CPU nodes have ``gfx_target_version 0``; ``location_id`` is bus<<8 | devfn.
+Format facts, as the kernel's node_show() (drivers/gpu/drm/amd/amdkfd/kfd_topology.c) prints
+them: one ``name value`` line per field, all decimal, in a fixed order; CPU nodes have
+``gfx_target_version 0``; ``location_id`` is the PCI bus<<8 | devfn.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 files and NVIDIA's PCI display functions (the tests' machines, and the examples strata ships:
 strata_core.detect.examples).
 
-The ``properties`` text follows the kernel's node_show() field order, with the values of
-the RX 7900 XTX dump in reference/notes-detection.md section 2 as the template.
+The ``properties`` text follows the field order of the kernel's node_show()
+(drivers/gpu/drm/amd/amdkfd/kfd_topology.c), with the values of an RX 7900 XTX's node, as
+tinygrad's mock GPU records them (test/mockgpu/amd/amdgpu.py), as the template.
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """Finding and loading the user's HIP runtime, and what it says of a device, through the cffi
 declarations of native/include/strata_hip_runtime.h (_hip_ffi). Used by the probe
 (strata_core.detect.hip_probe) and the GPU run (strata_core.hip.runtime), each in a child
-process. Attribute ids and struct offsets: reference/notes-detection.md section 3."""
+process. The attribute ids are hipDeviceAttribute_t values of HIP's hip_runtime_api.h; the
+gcnArchName offsets are those of hipDeviceProp_tR0600 and of the legacy layout, which LLVM's
+offload-arch (AMDGPUArchByHIP.cpp) reads too."""
 
 from __future__ import annotations
 

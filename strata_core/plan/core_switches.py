@@ -1,6 +1,6 @@
 """Built-in plugin ``core``: the switches the engine reads (most of them only its HIP build),
-and the rules that hold on every card. Rows follow reference/AMD_HIP.md; ``section`` names
-where."""
+and the rules that hold on every card. Rows follow the engine's HIP backend page (AMD_HIP.md);
+``section`` names where."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ _ROWS = (
     ("STRATA_HIPBLASLT_TUNING", (PATH,), "this hipBLASLt table file, always kept", True,
      "no file", (), (), TUNING),
     ("STRATA_HIPBLASLT_VERBOSE", OFF_ON, "print the tuned solution per shape and a "
-     "tuned_launches=... fallbacks=... summary at exit", False, "off", (), (), TUNING),
+     "tuned_launches=... fallbacks=... summary at exit", False, "off", (), (), "Tuning table"),
     ("STRATA_ROCBLAS_VERBOSE", OFF_ON, "print the rocBLAS solution per shape and a "
      "tuned_launches=... fallbacks=... summary at exit", False, "off", (), (), "rocBLAS table"),
     ("STRATA_HIP_PROMPT_F16", OFF_ON, "16-bit prompt GEMMs FP16 in and out", True, "off",

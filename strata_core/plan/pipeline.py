@@ -1,5 +1,5 @@
 """The pipeline from a request to a Plan: plugins, devices, backend, claims, cards, context,
-switches, kernels, tuning (DESIGN.md "The flow of one run").
+switches, kernels, tuning (docs/design.md, "The flow of one run").
 
 A :class:`~strata_core.plan.detection.PlanRequest` is built once, from the command line and the
 environment; everything below :func:`make_plan` reads only the request and the files it names,
