@@ -47,8 +47,9 @@ def host_isa(request) -> str:
 @pytest.fixture
 def env(tmp_path) -> dict[str, str]:
     """The process environment without any GPU runtime or strata variable, with the answer
-    cache in this test's own folder (the HIP probe stays on)."""
-    return clean_environment(tmp_path / "answer-cache")
+    cache and strata's data folder (where tune writes tables, and plans look) in this test's
+    own folder (the HIP probe stays on)."""
+    return clean_environment(tmp_path / "answer-cache") | {"XDG_DATA_HOME": str(tmp_path / "data")}
 
 
 @pytest.fixture
