@@ -19,11 +19,7 @@ HEADER = Path("native/include/strata_kernels.h")
 SOURCES = [Path("native/host/strata_host.c")]
 LIBRARY = Path("strata_core/host/libstrata_host.so")
 #: what the strata-kernels build hook of a third-party plugin compiles (strata_core/hip/native)
-HIP_SOURCES = (
-    Path("native/hip/strata_kernels.hip"),
-    Path("native/hip/strata_cuda_primitives.h"),
-    Path("native/include/strata_kernels.h"),
-)
+HIP_SOURCES = (Path("native/gpu"), Path("native/include/strata_kernels.h"))
 #: out-of-line cffi module: the header it declares
 FFI_MODULES = {
     Path("strata_core/host/_host_ffi.py"): HEADER,

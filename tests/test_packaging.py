@@ -164,7 +164,8 @@ def test_a_plugin_sdist_builds_its_code_objects_on_its_own(tmp_path):
     with tarfile.open(sdist) as archive:
         members = {m.name.split("/", 1)[1]: m for m in archive.getmembers()}
     assert members["hip_build.py"].isfile()
-    assert {"native/hip/strata_kernels.hip", "native/include/strata_kernels.h"} <= set(members)
+    sources = {f"native/gpu/{path.name}" for path in (ROOT / "native/gpu").iterdir()}
+    assert sources | {"native/include/strata_kernels.h"} <= set(members)
     assert not any(name.endswith(".hsaco") for name in members)
     (wheel,) = tmp_path.glob("*.whl")
     manifest, names = _manifest(wheel)

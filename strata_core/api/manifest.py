@@ -1,5 +1,5 @@
 """A plugin's kernel build manifest (``kernels/build.json``, written by
-native/hip/build_hook.py) read into a KernelLibrary."""
+strata_core/hip/build_hook.py) read into a KernelLibrary."""
 
 from __future__ import annotations
 
