@@ -16,7 +16,8 @@ from pathlib import Path
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 HEADER = Path("native/include/strata_kernels.h")
-SOURCES = [Path("native/host/strata_host.c")]
+#: the host library: every C file there, built into one shared library
+HOST_SOURCES = Path("native/host")
 LIBRARY = Path("strata_core/host/libstrata_host.so")
 #: what the strata-kernels build hook of a third-party plugin compiles (strata_core/hip/native)
 HIP_SOURCES = (Path("native/gpu"), Path("native/include/strata_kernels.h"))
@@ -61,7 +62,7 @@ class NativeHostLibrary(BuildHookInterface):
             "-std=c11",
             "-D_GNU_SOURCE",
             f"-I{root / HEADER.parent}",
-            *(str(root / s) for s in SOURCES),
+            *(str(source) for source in sorted((root / HOST_SOURCES).glob("*.c"))),
             "-o",
             str(library),
             "-lm",
