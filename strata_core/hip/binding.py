@@ -1,5 +1,5 @@
 """Finding and loading the user's HIP runtime, and what it says of a device, through the cffi
-declarations of native/include/strata_hip_runtime.h (_hip_ffi). Used by the probe
+declarations of native/bindings/strata_hip_runtime.h (_hip_ffi). Used by the probe
 (strata_core.detect.hip_probe) and the GPU run (strata_core.hip.runtime), each in a child
 process. Attribute ids and struct offsets: reference/notes-detection.md section 3."""
 
