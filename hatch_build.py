@@ -13,7 +13,9 @@ import shlex
 import subprocess
 import sysconfig
 from pathlib import Path
+from typing import Any
 
+from hatchling.builders.config import BuilderConfig
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 HEADER = Path("native/include/strata_kernels.h")
@@ -60,10 +62,10 @@ def cdef_from_header(header: Path, compiler: list[str]) -> str:
     return "\n".join(kept)
 
 
-class NativeHostLibrary(BuildHookInterface):
+class NativeHostLibrary(BuildHookInterface[BuilderConfig]):
     PLUGIN_NAME = "custom"
 
-    def initialize(self, version: str, build_data: dict) -> None:
+    def initialize(self, version: str, build_data: dict[str, Any]) -> None:
         root = Path(self.root)
         library = root / LIBRARY
         compiler = shlex.split(os.environ.get("CC", "cc"))

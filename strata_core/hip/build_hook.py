@@ -24,6 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from hatchling.builders.config import BuilderConfig
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 SOURCE = Path("native/gpu/strata_kernels.hip")
@@ -95,7 +96,7 @@ def _run(clang: str, target: str, command: list[str]) -> str | None:
     return f"{Path(clang).name} failed for {target}: {lines[0].strip()}"
 
 
-class HipCodeObjects(BuildHookInterface):
+class HipCodeObjects(BuildHookInterface[BuilderConfig]):
     PLUGIN_NAME = "strata-kernels"
 
     def _native(self) -> Path:
