@@ -113,7 +113,7 @@ def emulating_stand_in(tmp_path_factory) -> str:
     assert clang, "clang-19 is missing (Debian: apt-get install clang-19)"
     folder = tmp_path_factory.mktemp("hip-emulated")
     library = folder / "libamdhip64.so.7"
-    includes = [f"-I{ROOT / 'native/include'}", f"-I{ROOT / 'native/hip'}", f"-I{FIXTURES}"]
+    includes = [f"-I{ROOT / 'native/include'}", f"-I{ROOT / 'native/gpu'}", f"-I{FIXTURES}"]
     subprocess.run(
         [clang, "-c", "-fPIC", "-O1", "-DSTAND_IN_EMULATE", str(STAND_IN),
          "-o", str(folder / "stand_in.o")],

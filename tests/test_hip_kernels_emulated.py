@@ -1,4 +1,4 @@
-"""The HIP kernels' logic, run on the CPU: native/hip/strata_kernels.hip compiled with
+"""The HIP kernels' logic, run on the CPU: native/gpu/strata_kernels.hip compiled with
 tests/fixtures/hip_emulation.h (threads for work-items, barriers for workgroups and logical
 warps) and checked against the numpy references. This is the gfx103x/gfx906 source path (the
 signed dot4, the FMA GEMM); nothing here ran on a GPU, and the WMMA GEMM is not emulated."""
@@ -44,7 +44,7 @@ def emu(tmp_path_factory):
     subprocess.run(
         [clang, "-x", "c++", "-std=c++17", "-O1", "-shared", "-fPIC", "-fno-exceptions",
          "-fno-rtti", "-Wall", "-Werror", f"-I{ROOT / 'native/include'}",
-         f"-I{ROOT / 'native/hip'}", f"-I{FIXTURES}", str(FIXTURES / "hip_emulation.cpp"),
+         f"-I{ROOT / 'native/gpu'}", f"-I{FIXTURES}", str(FIXTURES / "hip_emulation.cpp"),
          "-o", str(library), "-lpthread"],
         check=True,
     )  # fmt: skip

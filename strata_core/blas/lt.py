@@ -1,4 +1,4 @@
-"""cuBLASLt and hipBLASLt, bound through cffi in ABI mode (native/include/strata_cublaslt.h,
+"""cuBLASLt and hipBLASLt, bound through cffi in ABI mode (native/bindings/strata_cublaslt.h,
 strata_hipblaslt.h). The two share the Lt API: a matmul descriptor, matrix layouts, a
 preference, heuristics that list algorithms, and the matmul with one of them.
 

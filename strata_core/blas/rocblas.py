@@ -1,4 +1,4 @@
-"""rocBLAS, bound through cffi in ABI mode (native/include/strata_rocblas.h): rocblas_gemm_ex
+"""rocBLAS, bound through cffi in ABI mode (native/bindings/strata_rocblas.h): rocblas_gemm_ex
 with the default algorithm or a solution index, and the solutions the library lists for a
 problem (rocblas_gemm_ex_get_solutions). An index the library cannot use for the problem is
 refused with a status (rocblas_status_invalid_value, from rocBLAS's tensile_host.cpp); rocBLAS

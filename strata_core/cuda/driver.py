@@ -1,5 +1,5 @@
 """The NVIDIA driver (libcuda.so.1) bound through cffi in ABI mode: the declarations of
-native/include/strata_cuda_driver.h, compiled into _cuda_ffi at install. It implements
+native/bindings/strata_cuda_driver.h, compiled into _cuda_ffi at install. It implements
 strata_core.gpu.runtime.GpuRuntime on the device's primary context."""
 
 from __future__ import annotations

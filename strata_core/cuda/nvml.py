@@ -1,5 +1,5 @@
 """NVML (libnvidia-ml.so.1) bound through cffi in ABI mode: the declarations of
-native/include/strata_nvml.h, compiled into _nvml_ffi at install. What nvidia-smi reads, in
+native/bindings/strata_nvml.h, compiled into _nvml_ffi at install. What nvidia-smi reads, in
 tens of milliseconds: the driver reports each card without a CUDA context, so this is how
 strata learns what an NVIDIA card is; the CUDA driver itself is opened only by a run."""
 

@@ -26,7 +26,7 @@ ABI_VERSION = kernel_abi.integer_const("STRATA_KERNEL_ABI_VERSION")
 ROUTER_MAX_K = kernel_abi.integer_const("STRATA_ROUTER_MAX_K")
 TOPK_MAX_K = kernel_abi.integer_const("STRATA_TOPK_MAX_K")
 EXPERT_MAX_EXPERTS = kernel_abi.integer_const("STRATA_EXPERT_MAX_EXPERTS")
-#: STRATA_BLOCK and the logical warp of native/hip/strata_kernels.hip
+#: STRATA_BLOCK and the logical warp of native/gpu/strata_kernels.hip
 BLOCK = 256
 WARPS_PER_BLOCK = BLOCK // 32
 TILE = 16

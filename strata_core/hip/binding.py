@@ -1,5 +1,5 @@
 """Finding and loading the user's HIP runtime, and what it says of a device, through the cffi
-declarations of native/include/strata_hip_runtime.h (_hip_ffi). Used by the probe
+declarations of native/bindings/strata_hip_runtime.h (_hip_ffi). Used by the probe
 (strata_core.detect.hip_probe) and the GPU run (strata_core.hip.runtime), each in a child
 process. The attribute ids are hipDeviceAttribute_t values of HIP's hip_runtime_api.h; the
 gcnArchName offsets are those of hipDeviceProp_tR0600 and of the legacy layout, which LLVM's

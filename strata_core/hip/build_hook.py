@@ -1,9 +1,9 @@
-"""Hatch build hook of the architecture plugins: compiles native/hip/strata_kernels.hip into
-one code object per target in the hook's ``targets`` option and writes ``kernels/build.json``
-beside the plugin's module (``src/<package>/``; in the wheel, or in the source tree for an
-editable install), naming the compiler and each code object, or why there are none. A missing
-or unsuitable clang does not fail the build: the manifest says so, and `strata-core plugins`
-shows it.
+"""Hatch build hook of the architecture plugins: compiles native/gpu/strata_kernels.hip (one
+translation unit, which includes every operation's source beside it) into one code object per
+target in the hook's ``targets`` option and writes ``kernels/build.json`` beside the plugin's
+module (``src/<package>/``; in the wheel, or in the source tree for an editable install),
+naming the compiler and each code object, or why there are none. A missing or unsuitable clang
+does not fail the build: the manifest says so, and `strata-core plugins` shows it.
 
 The compiler is STRATA_HIP_CLANG if set, else ROCm's clang, else Debian's clang-21/20/19 or
 plain clang; no ROCm install is needed.
@@ -24,11 +24,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from hatchling.builders.config import BuilderConfig
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
-SOURCE = Path("native/hip/strata_kernels.hip")
+SOURCE = Path("native/gpu/strata_kernels.hip")
 HEADER = Path("native/include/strata_kernels.h")
-CUDA_PRIMITIVES = Path("native/hip/strata_cuda_primitives.h")
+#: what a plugin sdist carries to build from: the folder of the unit and of every file it
+#: includes, and the kernel ABI header
+SDIST_SOURCES = (SOURCE.parent, HEADER)
 #: NVIDIA targets (compute capabilities) are built to PTX; every other target is AMD's.
 CUDA_PREFIX = "sm_"
 CLANG_NAMES = ("clang-21", "clang-20", "clang-19", "clang")
@@ -93,7 +96,7 @@ def _run(clang: str, target: str, command: list[str]) -> str | None:
     return f"{Path(clang).name} failed for {target}: {lines[0].strip()}"
 
 
-class HipCodeObjects(BuildHookInterface):
+class HipCodeObjects(BuildHookInterface[BuilderConfig]):
     PLUGIN_NAME = "strata-kernels"
 
     def _native(self) -> Path:
@@ -107,7 +110,7 @@ class HipCodeObjects(BuildHookInterface):
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
         native = self._native()
         if self.target_name == "sdist":
-            for path in (SOURCE, HEADER, CUDA_PRIMITIVES):
+            for path in SDIST_SOURCES:
                 build_data["force_include"][str(native / path.relative_to("native"))] = str(path)
             build_data["force_include"][str(Path(__file__).resolve())] = "hip_build.py"
             return

@@ -1,5 +1,5 @@
 """The user's HIP runtime (libamdhip64.so.7, .6 or .5) bound through cffi in ABI mode: the
-declarations of native/include/strata_hip_runtime.h, compiled into _hip_ffi at install."""
+declarations of native/bindings/strata_hip_runtime.h, compiled into _hip_ffi at install."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ _LEVELS = (
     ("x86-64-v2", {"cx16", "lahf_lm", "popcnt", "sse4_1", "sse4_2", "ssse3"}),
 )
 
-#: The host library's kernel variants, best first, by the flags each needs (strata_host.c).
+#: The host library's kernel variants, best first, by the flags each needs (native/host/isa.c).
 KERNEL_ISAS: tuple[tuple[str, set[str]], ...] = (
     ("avx512vnni", {"avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx2", "fma", "f16c"}),
     ("avxvnni", {"avx_vnni", "avx2", "fma", "f16c"}),

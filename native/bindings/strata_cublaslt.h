@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "strata_blaslt.h"
+
 typedef int cublasStatus_t;
 typedef struct cublasLtContext *cublasLtHandle_t;
 typedef struct cublasLtMatmulDescOpaque_st *cublasLtMatmulDesc_t;
@@ -43,25 +45,7 @@ typedef struct {
 
 size_t cublasLtGetVersion(void);
 const char *cublasLtGetStatusName(cublasStatus_t status);
-cublasStatus_t cublasLtCreate(cublasLtHandle_t *handle);
-cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle);
-cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *desc, int computeType,
-                                        int scaleType);
-cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc);
-cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc, int attr,
-                                              const void *buf, size_t size);
-cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *layout, int type,
-                                          uint64_t rows, uint64_t cols, int64_t ld);
-cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout);
-cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *pref);
-cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref);
-cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref, int attr,
-                                                    const void *buf, size_t size);
-cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
-    cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
-    cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
-    cublasLtMatmulPreference_t pref, int requested, cublasLtMatmulHeuristicResult_t *results,
-    int *returned);
+STRATA_LT_CALLS(cublasLt, cublasStatus_t)
 cublasStatus_t cublasLtMatmulAlgoInit(cublasLtHandle_t handle, int computeType, int scaleType,
                                       int aType, int bType, int cType, int dType, int algoId,
                                       cublasLtMatmulAlgo_t *algo);
@@ -74,11 +58,5 @@ cublasStatus_t cublasLtMatmulAlgoCheck(cublasLtHandle_t handle, cublasLtMatmulDe
                                        cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
                                        const cublasLtMatmulAlgo_t *algo,
                                        cublasLtMatmulHeuristicResult_t *result);
-cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
-                              const void *alpha, const void *a, cublasLtMatrixLayout_t adesc,
-                              const void *b, cublasLtMatrixLayout_t bdesc, const void *beta,
-                              const void *c, cublasLtMatrixLayout_t cdesc, void *d,
-                              cublasLtMatrixLayout_t ddesc, const cublasLtMatmulAlgo_t *algo,
-                              void *workspace, size_t workspaceSize, void *stream);
 
 #endif
