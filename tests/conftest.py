@@ -108,7 +108,7 @@ def nvml_stand_in(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="session")
 def emulating_stand_in(tmp_path_factory) -> str:
-    """The stand-in whose launches compute, with the HIP source run on CPU threads."""
+    """The stand-in whose launches compute, with the HIP source run on the CPU."""
     clang = shutil.which("clang-19")
     assert clang, "clang-19 is missing (Debian: apt-get install clang-19)"
     folder = tmp_path_factory.mktemp("hip-emulated")

@@ -1,5 +1,5 @@
 """The HIP kernels' logic, run on the CPU: native/gpu/strata_kernels.hip compiled with
-tests/fixtures/hip_emulation.h (threads for work-items, barriers for workgroups and logical
+tests/fixtures/hip_emulation.h (fibers for work-items, barriers for workgroups and logical
 warps) and checked against the numpy references. This is the gfx103x/gfx906 source path (the
 signed dot4, the FMA GEMM); nothing here ran on a GPU, and the WMMA GEMM is not emulated."""
 

@@ -1,7 +1,7 @@
 """The HIP runtime binding and the GPU run: Debian's libamdhip64-5 (loads, no device), and a
 stand-in runtime (tests/fixtures/hip_stand_in.c) that reports one card of a chosen
 architecture and records launches, built once computing nothing and once computing with the
-HIP source run on CPU threads (tests/fixtures/hip_emulation.cpp), and made to crash or hang."""
+HIP source run on the CPU (tests/fixtures/hip_emulation.cpp), and made to crash or hang."""
 
 import json
 import os

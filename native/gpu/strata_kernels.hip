@@ -12,7 +12,7 @@
 //   gfx906      wave64; a logical 32-lane warp is half of the wavefront (the compat layer)
 // Every kernel runs workgroups of STRATA_BLOCK threads; the launcher reads that from the
 // code object's metadata and checks it. With STRATA_EMULATION naming a header, the hardware
-// primitives come from it instead (tests/fixtures/hip_emulation.h runs them on CPU threads).
+// primitives come from it instead (tests/fixtures/hip_emulation.h runs them on the CPU).
 
 #define STRATA_HIP_KERNELS  // the header's host declarations are not ours
 #include "strata_kernels.h"
