@@ -1,7 +1,7 @@
 """Runs `strata-core` as a user does, with its output and exit status: in this process where
 the command needs no process of its own, as click's CliRunner does (the environment, the
-working folder, the standard streams and the signal dispositions set for the call and given
-back after it), else in a new Python: `run -- ENGINE`, which becomes the engine, a command
+working folder, the standard streams, the signal dispositions and the log's level and format
+set for the call and given back after it), else in a new Python: `run -- ENGINE`, which becomes the engine, a command
 whose PYTHONPATH adds packages (plugins a test installs), or where a test asks for one."""
 
 import contextlib
@@ -12,7 +12,7 @@ import subprocess
 import sys
 import traceback
 
-from strata_core import launcher
+from strata_core import launcher, log
 
 
 def strata_core(*args, env, check=True, cwd=None, process=False):
@@ -61,6 +61,7 @@ def in_process(args, env, cwd) -> subprocess.CompletedProcess:
         os.environ.update(environ)
         for number, disposition in dispositions.items():
             signal.signal(number, disposition)
+        log.configure()  # the command's -q, -v or --log-format ends with it
     return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
 

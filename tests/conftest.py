@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from strata_core import log
 from strata_core.api.manager import PluginManager
 from strata_core.api.records import DetectionContext
 from strata_core.errors import StrataError
@@ -42,6 +43,13 @@ BEST_HOST_ISA, CPU_HOST_ISAS = _cpu_host_isas()
 def host_isa(request) -> str:
     """Each instruction set this CPU runs the host kernels with (STRATA_HOST_ISA)."""
     return request.param
+
+
+@pytest.fixture(autouse=True)
+def default_log():
+    """Each test starts with the log at its default level and format, whatever a command run
+    in this process before it set."""
+    log.configure()
 
 
 @pytest.fixture
