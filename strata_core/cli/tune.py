@@ -21,7 +21,8 @@ from ..errors import StrataError
 from ..files import write_atomic
 from ..people import counted
 from ..tuning import tables
-from ..tuning.tables import HOST, OP_PATTERN, TableError, parse, render
+from ..tuning.kinds import HOST, OP_PATTERN
+from ..tuning.tables import TableError, parse, render
 from .table import lookup_note
 
 TYPE_CHECKING = False
@@ -430,5 +431,5 @@ def with_env(path: Path, values: Mapping[str, str], note: str = "") -> tuple[str
         item = tomlkit.string(value)
         if note:
             item.comment(note)
-        table[name] = item  # type: ignore[index]
+        table[name] = item
     return old, tomlkit.dumps(document)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..tuning.calibrate import Case, Runner, wall_clock
-from ..tuning.tables import HOST
+from ..tuning.kinds import HOST
 from .gemm import SOLUTIONS, PromptGemm
 from .platform import blas_version, isa_level
 
