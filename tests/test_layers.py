@@ -23,7 +23,6 @@ GROUND = {
     "strata_core.library_search",
     "strata_core.log",
     "strata_core.people",
-    "strata_core.plugin_index",
     "strata_core.q8",
     "strata_core.streams",
 }
