@@ -1,6 +1,10 @@
-"""The run of a plan: its workload on the backend the plan names, every result checked, and a
-card's calibration (strata_core.run.runner)."""
+"""The run of a plan: its workload on the backend the plan names, every result checked
+(runner), what it reports (outcome), and a card's calibration (card_calibration). GPU work
+runs in child processes (child_process starts them; gpu_child and card_tuning are the
+children)."""
 
-from .runner import GpuFacts, HostFacts, KernelReports, RunOutcome, run_workload, tune_on_card
+from .card_calibration import tune_on_card
+from .outcome import GpuFacts, HostFacts, KernelReports, RunOutcome
+from .runner import run_workload
 
 __all__ = ["GpuFacts", "HostFacts", "KernelReports", "RunOutcome", "run_workload", "tune_on_card"]
