@@ -11,7 +11,6 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -302,15 +301,12 @@ def host_run(args: argparse.Namespace, env: Mapping[str, str], config: Path | No
 def run_switch_trials(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """Measure each calibratable switch on the host backend in alternating on/off pairs and
     write the clear winners into the run config's env (or show the change: --dry-run)."""
-    import numpy as np
-
     from ..api.records import RunContext
-    from ..host.library import HostLibrary
-    from ..host.plugin import host_device, strata_select_kernels
+    from ..host.switch_bench import HostTrialBench
     from ..plan import config as run_config
     from ..plan import profile
     from ..plan.context import this_os
-    from ..tuning.switch_trials import MIN_GAIN, ROUNDS, TRIALS, TrialResult, alternate, verdict
+    from ..tuning.switch_trials import MIN_GAIN, run_trials
 
     min_gain = MIN_GAIN if args.min_gain is None else args.min_gain
     budget = 10.0 if args.budget is None else args.budget
@@ -324,70 +320,27 @@ def run_switch_trials(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if path.is_file():
         run_config.load(path)  # a malformed config is refused before anything is measured
     host = host_run(args, env, path if path.is_file() else None)
-    lib = HostLibrary()
-    lib.set_isa(host.isa)
-    base = {"STRATA_HOST_ISA": host.isa}
-    rng = np.random.default_rng(0)
-    logits = rng.standard_normal((workload.prompt_tokens, workload.experts), dtype=np.float32)
-    scores = rng.standard_normal(workload.context_cells, dtype=np.float32)
-    k = workload.experts_per_token
-
-    def router(variant: str) -> object:
-        return lib.router_topk(logits, k, variant)
-
-    def topk(variant: str) -> object:
-        return lib.topk(scores, workload.cells_kept, variant)
-
-    calls = {"router_topk": router, "topk": topk, "topk_prompt": topk}
+    bench = HostTrialBench(host.isa, context, workload)
     log.info(
-        f"tune: measuring on the host backend ({lib.path.name}, {lib.isa}); the engine on a "
-        f"GPU may differ. A switch is kept when it is {(min_gain - 1) * 100:.0f}% faster by "
-        f"more than its spread; at most {budget:g} s a switch"
+        f"tune: measuring on the host backend ({bench.lib.path.name}, {bench.lib.isa}); the "
+        f"engine on a GPU may differ. A switch is kept when it is {(min_gain - 1) * 100:.0f}% "
+        f"faster by more than its spread; at most {budget:g} s a switch"
     )
-    results = []
-    for trial in TRIALS:
-        never = trial.never(context)
-        if never or trial.op is None:
-            why = (
-                never
-                or "only the engine on a GPU can measure it; the host backend has no such path"
-            )
-            results.append(
-                TrialResult(trial.switch, trial.value, None, False, f"{trial.switch}: {why}")
-            )
-            continue
-        pick = {}
-        for on, state in ((False, base), (True, base | {trial.switch: trial.value})):
-            chosen = strata_select_kernels(host_device(), context, state, workload)
-            pick[on] = next(c.variant for c in chosen if c.op == trial.op)
-        if pick[False] == pick[True]:
-            why = f"the host backend runs {trial.op} the same way ({pick[False]}) at this workload"
-            results.append(
-                TrialResult(
-                    trial.switch, trial.value, None, False, f"{trial.switch}={trial.value}: {why}"
-                )
-            )
-            continue
-        call = calls[trial.op]
-        measured = [
-            alternate(
-                partial(call, pick[False]),
-                partial(call, pick[True]),
-                args.repeats,
-                min_gain,
-                budget / ROUNDS,
-            )
-            for _ in range(ROUNDS)
-        ]
-        results.append(verdict(trial, measured, min_gain))
+    results = run_trials(bench, context, args.repeats, min_gain, budget)
     for result in results:
         log.info(f"tune: {result.reason}", kind="switch", kept=result.keep)
     won = {r.switch: r.value for r in results if r.keep}
     if not won:
         log.info(f"tune: nothing to write into {path}")
         return 0
+    return write_winners(path, won, args.dry_run)
+
+
+def write_winners(path: Path, won: Mapping[str, str], dry_run: bool) -> int:
+    """Set the winning switches in the run config at ``path`` (its text kept otherwise), or
+    with ``dry_run`` show the change as a diff on stdout."""
     old, new = with_env(path, won, HOST_MEASURED)
-    if args.dry_run:
+    if dry_run:
         sys.stdout.writelines(
             difflib.unified_diff(
                 old.splitlines(keepends=True), new.splitlines(keepends=True), str(path), str(path)
