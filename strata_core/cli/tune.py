@@ -26,7 +26,7 @@ from .table import lookup_note
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ..host.threads import ThreadChoice
+    from ..plan.plan import Plan
 
 
 def parse_case(text: str) -> tuple[Any, ...]:
@@ -151,130 +151,53 @@ def tune_host(
     tokens: list[int] | None,
     min_gain: float,
 ) -> int:
-    from ..host.tuning import DEFAULT_TOKENS, HostGemmTunable, cases_for
-    from ..tuning.calibrate import calibrate
+    """Calibrate the host backend's prompt GEMMs and write its table."""
+    from ..host.tuning import calibrate_host, measured_threads, tunable_for
 
-    tunable = HostGemmTunable(cases or cases_for(tokens or DEFAULT_TOKENS))
+    tunable = tunable_for(cases, tokens)
     target = table_target(args.output, env, HOST.file_name(tunable.arch, tunable.version))
     log.info(
         f"tune: host backend, {tunable.arch}, {tunable.version}: "
         f"{counted(len(tunable.cases()), 'case')}, {counted(args.repeats, 'round')} each"
     )
     threads = measured_threads(env)
-    table, _ = calibrate(
-        tunable,
-        args.repeats,
-        min_gain,
-        lambda line: log.info(line, kind="progress"),
-        meta=threads_meta(threads),
-    )
+    log.info(f"tune: host threads: {threads.summary()} ({threads.reason})")
+    table = calibrate_host(tunable, threads, args.repeats, min_gain, progress_line)
     return write_table(target, render(table), "", names_a_folder(args.output))
 
 
-def measured_threads(env: Mapping[str, str]) -> ThreadChoice:
-    """The host kernels' threads, measured now on the default workload's decode step, for a
-    host table to record."""
-    from ..answer_cache import Recorder
-    from ..api.records import Workload
-    from ..child import ChildFailed
-    from ..host.threads import choose, measure
-
-    try:
-        threads = choose(measure(Workload(), env, Recorder()), "measured by tune")
-    except ChildFailed as failed:
-        raise StrataError(f"tune: the host threads' trial gave no answer ({failed})") from None
-    log.info(f"tune: host threads: {threads.summary()} ({threads.reason})")
-    return threads
+def progress_line(line: str) -> None:
+    """A calibration's progress line, said as it comes."""
+    log.info(line, kind="progress")
 
 
-def threads_meta(threads: ThreadChoice) -> dict[str, str]:
-    """A host table's header fields for ``threads``."""
-    meta = {"threads": str(threads.threads)}
-    return meta | ({"omp_wait_policy": threads.wait_policy} if threads.wait_policy else {})
-
-
-def card_plan(args: argparse.Namespace, env: Mapping[str, str]) -> Any:
-    """The plan of a run on this PC's card whose prompt GEMMs run through a vendor library,
-    or None where the host backend runs."""
+def card_plan(args: argparse.Namespace, env: Mapping[str, str]) -> Plan | None:
+    """The plan of a run on this PC's card, or None where the host backend runs."""
     from ..plan.detection import PlanRequest
     from ..plan.pipeline import make_plan
-    from ..tuning.libraries import PATHS, calibrated_path
 
     request = PlanRequest(env=env, sysfs=args.sysfs, profile=args.profile, for_run=True)
     plan = make_plan(request).plan
-    if plan.backend == "host":
-        return None
-    gemm = plan.kernels.get("prompt_gemm")
-    if gemm is None or gemm.variant not in PATHS:
-        why = gemm.reason if gemm else "its plugin chooses no prompt GEMM"
-        raise StrataError(
-            f"tune: the prompt GEMMs on {plan.device.name} run no vendor library ({why}); "
-            "nothing to calibrate on the card (--host calibrates the host backend)"
-        )
-    if calibrated_path(gemm.variant, plan.device.gfx) is None:
-        raise StrataError(
-            f"tune: {plan.device.name} ({plan.device.gfx}) takes no tuning table for its prompt "
-            f"GEMMs ({gemm.reason}); nothing to calibrate on the card (--host calibrates the "
-            "host backend)"
-        )
-    return plan
-
-
-#: the token buckets of a card's calibration (AMD_HIP.md, "rocBLAS table": T = 256 ... 8192)
-CARD_TOKENS = (256, 512, 1024, 2048, 4096, 8192)
+    return None if plan.backend == "host" else plan
 
 
 def tune_card(
     args: argparse.Namespace,
     env: Mapping[str, str],
-    plan: Any,
+    plan: Plan,
     cases: list[tuple[Any, ...]] | None,
     tokens: list[int] | None,
     min_gain: float,
 ) -> int:
     """Calibrate the plan's prompt GEMM library on its card and write its table."""
-    from ..plan.detection import seconds_variable
-    from ..run import tune_on_card
-    from ..tuning import versions
-    from ..tuning.libraries import LIBRARIES, PATHS, calibrated_path
+    from ..run.card_calibration import calibrate_card, card_calibration
 
-    calibrated = calibrated_path(plan.kernels["prompt_gemm"].variant, plan.device.gfx)
-    assert calibrated is not None  # card_plan refuses the rest
-    path = PATHS[calibrated]
-    library = LIBRARIES[path.library]
-    w = plan.run.workload
-    if cases is None:
-        cases = [(t, "prompt", w.ffn, w.hidden, path.dtype) for t in tokens or CARD_TOKENS]
-    wrong = [c for c in cases if c[4] != path.dtype]
-    if wrong:
-        raise StrataError(
-            f"--case {','.join(map(str, wrong[0]))}: {library.kind.library} takes "
-            f"{path.dtype} operands on this path ({calibrated})"
-        )
-    timeout = seconds_variable(env, "STRATA_HIP_PROBE_TIMEOUT", 15.0)
-    version = versions.probe(env, timeout)[path.library]
-    if version.version is None:
-        raise StrataError(f"tune: the {library.kind.library} version is unknown: {version.how}")
-    name = library.kind.file_name(plan.device.gfx, version.version)
-    target = table_target(args.output, env, name)
-    answer = tune_on_card(
-        plan,
-        calibrated,
-        tuple(cases),
-        args.repeats,
-        min_gain,
-        lambda line: log.info(line, kind="progress"),
-    )
-    if (answer["arch"], answer["version"]) != (plan.device.gfx, version.version):
-        raise StrataError(
-            f"tune: the card's library is {answer['arch']} {answer['library']} "
-            f"{answer['version']}, not the {plan.device.gfx} {version.version} probed before; "
-            "nothing written"
-        )
-    taken_by = (
-        "" if path.library == "rocblas" else f"; STRATA_{path.library.upper()}_TABLE=on takes it"
-    )
-    return write_table(target, answer["table"], taken_by, names_a_folder(args.output))
+    calibration = card_calibration(plan, cases, tokens, env)
+    target = table_target(args.output, env, calibration.file_name)
+    text = calibrate_card(calibration, args.repeats, min_gain, progress_line)
+    library = calibration.library
+    taken_by = "" if library == "rocblas" else f"; STRATA_{library.upper()}_TABLE=on takes it"
+    return write_table(target, text, taken_by, names_a_folder(args.output))
 
 
 def host_run(args: argparse.Namespace, env: Mapping[str, str], config: Path | None) -> Any:
