@@ -55,7 +55,7 @@ JSON_WRITERS = {
     "strata_core.run.gpu_child": "the GPU child's answer to the run",
     "strata_core.run.card_tuning": "the calibration child's answer to the tune command",
     "strata_core.hip.build_hook": "the kernel library's manifest, written by the build",
-    "strata_core.cli.tune.with_env": "the server JSON run config that tune --switches rewrites",
+    "strata_core.plan.config.with_env": "the server JSON run config that tune --switches rewrites",
 }
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import attrs
 
 from .. import people
-from ..tuning.tables import Table, TableError, read
+from ..tuning.tables import Table, TableError, lookup_note, read
 
 
 @attrs.frozen
@@ -31,15 +31,6 @@ def tables_in(path: Path) -> Iterator[Path]:
         yield from sorted(p for p in path.iterdir() if p.suffix == ".txt" and not p.is_dir())
     else:
         yield path
-
-
-def lookup_note(path: Path, table: Table) -> str:
-    """How the engine takes a table whose name is not the one the folder lookup wants."""
-    name = table.kind.file_name(table.arch, table.version)
-    if path.name == name:
-        return ""
-    forced = f", {table.kind.variable} under any name" if table.kind.variable else ""
-    return f"; the folder lookup takes it only as {name}{forced}"
 
 
 def check(path: Path) -> TableCheck:

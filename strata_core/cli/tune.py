@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import json
 import math
 import os
 import re
@@ -19,10 +18,10 @@ from ..digits import is_digits
 from ..errors import StrataError
 from ..files import write_atomic
 from ..people import counted
+from ..plan.config import with_env
 from ..tuning import tables
 from ..tuning.kinds import HOST, OP_PATTERN
-from ..tuning.tables import TableError, parse, render
-from .table import lookup_note
+from ..tuning.tables import TableError, lookup_note, parse, render
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -286,26 +285,3 @@ def write_winners(path: Path, won: Mapping[str, str], dry_run: bool) -> int:
 
 #: what a TOML run config says beside a switch that tune --switches wrote
 HOST_MEASURED = "strata-core tune --switches: measured on the host backend (CPU), not on a GPU"
-
-
-def with_env(path: Path, values: Mapping[str, str], note: str = "") -> tuple[str, str]:
-    """The run config's text before and after setting ``values`` in its env, everything else
-    kept: comments, order and formatting (tomlkit), or the server JSON's keys in order. A TOML
-    config gets ``note`` as each new value's comment (JSON has no comments)."""
-    import tomlkit
-
-    old = path.read_text(encoding="utf-8") if path.is_file() else ""
-    if path.suffix == ".json":
-        data = json.loads(old) if old else {}
-        data.setdefault("env", {}).update(values)
-        return old, json.dumps(data, indent=2) + "\n"
-    document = tomlkit.parse(old)
-    if "env" not in document:
-        document["env"] = tomlkit.table()
-    table = document["env"]
-    for name, value in values.items():
-        item = tomlkit.string(value)
-        if note:
-            item.comment(note)
-        table[name] = item
-    return old, tomlkit.dumps(document)
