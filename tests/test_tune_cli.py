@@ -11,7 +11,8 @@ import pytest
 from cli_runner import strata_core
 
 from strata_core.cli import main as cli
-from strata_core.cli.tune import run_tune, write_table
+from strata_core.cli.tune import run as run_tune
+from strata_core.cli.tune_table import write_table
 from strata_core.errors import StrataError
 from strata_core.files import write_atomic
 from strata_core.plan import config as run_config

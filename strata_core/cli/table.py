@@ -3,13 +3,30 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import attrs
 
 from .. import people
+from ..answer_cache import Recorder
 from ..tuning.tables import Table, TableError, lookup_note, read
+from .options import logging_options
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Its one action, check: the tables to check, and --json."""
+    actions = parser.add_subparsers(dest="table_command", required=True, metavar="ACTION")
+    check = actions.add_parser(
+        "check",
+        help="validate tables (each FILE, or every *.txt in a folder); exit 1 if any is refused",
+        description="Validate tuning tables by the lookup's rules; every problem is "
+        "path:line: what.",
+        epilog=parser.epilog,
+    )
+    logging_options(check, argparse.SUPPRESS)
+    check.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    check.add_argument("--json", action="store_true", help="answer in JSON")
 
 
 @attrs.frozen
@@ -40,7 +57,8 @@ def check(path: Path) -> TableCheck:
         return TableCheck(path, None, tuple(error.problems))
 
 
-def run_table_check(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, env: Mapping[str, str], recorder: Recorder | None = None) -> int:
+    """Check each table (or folder of tables) named: exit 1 where any is refused."""
     from .answers import dumps, table_check_answer
 
     checks, empty = [], []
