@@ -15,14 +15,17 @@ if TYPE_CHECKING:
         """A command's module: its options, and its run (the exit status). It may also have
         ``ignored_options(args)``: the options given that would be ignored in silence."""
 
-        def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
+        def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+            """Add the command's options to its parser (-v, -q and --log-format are there)."""
 
         def run(
             self,
             args: argparse.Namespace,
             env: Mapping[str, str],
             recorder: Recorder | None = None,
-        ) -> int: ...
+        ) -> int:
+            """Run the command line ``args`` in ``env``; ``recorder`` reads the inputs of a
+            cacheable answer. The exit status; StrataError for a user's error."""
 
     #: every command that runs holds to Command (help runs as --help: cli/help.py)
     RUNNING: tuple[Command, ...] = (devices, env, plan, plugins, run, table, tune)

@@ -92,6 +92,8 @@ def start_engine(plan: Plan, env: Mapping[str, str], engine: Sequence[str]) -> i
 
 
 def report_run(outcome: PlanOutcome, as_json: bool) -> int:
+    """Run the plan's workload (a progress line for a person) and report it: the headline
+    and the kernel table, or the JSON answer."""
     from ..run import run_workload
 
     plan = outcome.plan

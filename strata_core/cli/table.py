@@ -51,6 +51,7 @@ def tables_in(path: Path) -> Iterator[Path]:
 
 
 def check(path: Path) -> TableCheck:
+    """The table at ``path`` read, or the problems that refused it."""
     try:
         return TableCheck(path, read(path))
     except TableError as error:

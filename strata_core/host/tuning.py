@@ -34,6 +34,9 @@ def cases_for(
 
 
 class HostGemmTunable:
+    """The host backend's prompt GEMM as calibration measures it (a Tunable): each case's
+    inputs drawn from ``seed``, every solution of PromptGemm timed by the wall clock."""
+
     kind = HOST
 
     def __init__(self, cases: Sequence[tuple[Any, ...]], seed: int = 0) -> None:
