@@ -191,7 +191,7 @@ def tune_card(
     min_gain: float,
 ) -> int:
     """Calibrate the plan's prompt GEMM library on its card and write its table."""
-    from ..run.card_calibration import calibrate_card, card_calibration
+    from ..run import calibrate_card, card_calibration
 
     calibration = card_calibration(plan, cases, tokens, env)
     target = table_target(args.output, env, calibration.file_name)

@@ -3,8 +3,17 @@
 runs in child processes (child_process starts them; gpu_child and card_tuning are the
 children)."""
 
-from .card_calibration import tune_on_card
+from .card_calibration import CardCalibration, calibrate_card, card_calibration
 from .outcome import GpuFacts, HostFacts, KernelReports, RunOutcome
 from .runner import run_workload
 
-__all__ = ["GpuFacts", "HostFacts", "KernelReports", "RunOutcome", "run_workload", "tune_on_card"]
+__all__ = [
+    "CardCalibration",
+    "GpuFacts",
+    "HostFacts",
+    "KernelReports",
+    "RunOutcome",
+    "calibrate_card",
+    "card_calibration",
+    "run_workload",
+]
