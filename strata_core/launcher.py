@@ -18,7 +18,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command line; Ctrl-C ends it with 130, a closed pipe (`plan | head`) quietly,
     and standard output that cannot be written with one line and 2, without a traceback."""
     stdout = sys.stdout
-    sys.stdout = GuardedStdout(stdout)  # type: ignore[assignment]
+    sys.stdout = GuardedStdout(stdout)
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         code = _answer(argv)

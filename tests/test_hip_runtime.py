@@ -28,8 +28,10 @@ from strata_core.host import reference
 from strata_core.host.library import HostLibrary
 from strata_core.plan import profile
 from strata_core.plan.plan import RunSettings
-from strata_core.run import HostReference, _run_child, workload
+from strata_core.run import workload
+from strata_core.run.child_process import _run_child
 from strata_core.run.gpu_backend import KernelGemm
+from strata_core.run.runner import HostReference
 from strata_core.testing.sysfs import MI50, R9700, RX_7900_XTX, fake_gpu, write_sysfs
 from strata_core.tuning.dispatch import TunedDispatch
 

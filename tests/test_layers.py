@@ -23,7 +23,6 @@ GROUND = {
     "strata_core.library_search",
     "strata_core.log",
     "strata_core.people",
-    "strata_core.plugin_index",
     "strata_core.q8",
     "strata_core.streams",
 }
@@ -56,7 +55,7 @@ JSON_WRITERS = {
     "strata_core.run.gpu_child": "the GPU child's answer to the run",
     "strata_core.run.card_tuning": "the calibration child's answer to the tune command",
     "strata_core.hip.build_hook": "the kernel library's manifest, written by the build",
-    "strata_core.cli.tune.with_env": "the server JSON run config that tune --switches rewrites",
+    "strata_core.plan.config.with_env": "the server JSON run config that tune --switches rewrites",
 }
 
 

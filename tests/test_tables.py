@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from strata_core.cli.tune import parse_case
+from strata_core.cli.tune_table import parse_case
 from strata_core.tuning.kinds import CUBLASLT, HIPBLASLT, ROCBLAS
 from strata_core.tuning.tables import TableError, parse, read, render
 

@@ -11,10 +11,12 @@ import pytest
 from cli_runner import strata_core
 
 from strata_core.cli import main as cli
-from strata_core.cli.tune import run_tune, with_env, write_table
+from strata_core.cli.tune import run as run_tune
+from strata_core.cli.tune_table import write_table
 from strata_core.errors import StrataError
 from strata_core.files import write_atomic
 from strata_core.plan import config as run_config
+from strata_core.plan.config import with_env
 from strata_core.tuning.switch_trials import TRIALS, Measured, alternate, verdict
 
 FIXTURES = Path(__file__).parent / "fixtures/tables"

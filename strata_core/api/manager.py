@@ -1,6 +1,6 @@
 """Plugin discovery and isolated hook calls, on top of pluggy.
 
-Entry points of the group ``strata.arch`` (read through strata_core.plugin_index) are the
+Entry points of the group ``strata.arch`` (read through strata_core.api.plugin_index) are the
 plugins; the built-in detectors (``kfd``, ``hip``) are registered the same way. Environment
 controls:
 
@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import pluggy
 
-from .. import __version__, plugin_index
+from .. import __version__
 from ..errors import PluginError
-from . import hookspec
+from . import hookspec, plugin_index
 from .hook_types import conforms, hint_name, hook_specs
 from .records import (
     Claim,
@@ -42,7 +42,7 @@ from .switches import Defaults, Switch
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 
-    from ..plugin_index import IndexedEntryPoint
+    from .plugin_index import IndexedEntryPoint
 
 ENTRY_POINT_GROUP = "strata.arch"
 API_VERSION = 1

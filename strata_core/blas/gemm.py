@@ -9,7 +9,7 @@ from typing import Protocol
 
 import attrs
 
-from ..tuning.tables import Kind
+from ..tuning.kinds import Kind
 
 #: workspace a Lt library may use for one GEMM (what cuBLAS asks for on Hopper: 32 MiB)
 WORKSPACE_BYTES = 32 << 20

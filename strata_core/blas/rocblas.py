@@ -13,7 +13,8 @@ from typing import Any
 from ..errors import StrataError
 from ..library_search import load_first
 from ..tuning.dispatch import SolutionRefused
-from ..tuning.tables import DEFAULT, ROCBLAS
+from ..tuning.kinds import ROCBLAS
+from ..tuning.tables import DEFAULT
 from .gemm import GemmShape
 
 

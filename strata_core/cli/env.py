@@ -4,14 +4,22 @@ as text or as its JSON answer."""
 
 from __future__ import annotations
 
+import argparse
 import shlex
 from collections.abc import Mapping
 from typing import Any
 
 from .. import people
-from ..plan.detection import PlanRequest
+from ..answer_cache import Recorder
 from .answers import dumps, env_answer
 from .env_facts import gather
+from .options import scan_options
+from .request import plan_request
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """--json, the sysfs root, the run config and the cards of this PC."""
+    scan_options(parser, "run config (default: $STRATA_CONFIG, else ./strata.toml if present)")
 
 
 def text(answer: Mapping[str, Any], columns: int | None = None) -> list[str]:
@@ -63,9 +71,10 @@ def text(answer: Mapping[str, Any], columns: int | None = None) -> list[str]:
     return people.lines_for(lines, columns)
 
 
-def run_env(request: PlanRequest, as_json: bool) -> int:
-    answer = env_answer(gather(request))
-    if as_json:
+def run(args: argparse.Namespace, env: Mapping[str, str], recorder: Recorder | None = None) -> int:
+    """Say what a report of a run needs, as text or JSON."""
+    answer = env_answer(gather(plan_request(args, env, recorder)))
+    if args.json:
         print(dumps(answer))
     else:
         people.show(text(answer, people.width()))

@@ -4,23 +4,64 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
+from pathlib import Path
 
 import attrs
 
 from .. import log, people
+from ..answer_cache import Recorder
 from ..api.switches import Switch
 from ..errors import StrataError
 from ..plan import config as run_config
-from ..plan.detection import PlanRequest
 from ..plan.pipeline import make_plan
 from ..plan.plan import Plan, declarations
 from ..plan.resolve import without_flags
 from ..plan.selection import Selection
 from .answers import device_dict, dumps, plan_answer
+from .options import detection_options, ignored_planning_options, planning_options
 from .report import explain_text, plan_text, warn
+from .request import plan_request
 
 
-def run_plan(request: PlanRequest, args: argparse.Namespace) -> int:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """What the answer is (text, --json, --toml with --output, --explain), and what it plans
+    for."""
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print JSON")
+    output.add_argument(
+        "--toml", action="store_true", help="print a run config that reproduces this plan"
+    )
+    output.add_argument("--explain", metavar="NAME", help="say where one value came from")
+    parser.add_argument(
+        "--output",
+        metavar="FILE",
+        type=Path,
+        help="with --toml: write the run config to FILE (atomically; an existing FILE only "
+        "with --force)",
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="with --output: replace an existing FILE"
+    )
+    planning_options(parser)
+    detection_options(parser)
+
+
+def ignored_options(args: argparse.Namespace) -> list[str]:
+    """Options that would otherwise be ignored in silence."""
+    problems = []
+    if args.output is not None and not args.toml:
+        problems.append("--output writes the run config of --toml; give --toml too")
+    if args.force and args.output is None:
+        problems.append("--force lets --output replace a file; give --output too")
+    problems += ignored_planning_options(args)
+    if args.explain is not None and not args.explain.strip():
+        problems.append("--explain needs a switch name, such as STRATA_HIP_WMMA or --pcie-frac")
+    return problems
+
+
+def run(args: argparse.Namespace, env: Mapping[str, str], recorder: Recorder | None = None) -> int:
+    """Say what would run and why, as text, JSON, a run config, or one value explained."""
+    request = plan_request(args, env, recorder)
     outcome = make_plan(request)
     plan, selection = outcome.plan, outcome.selection
     row = device_dict(outcome.assignment, selection, plan.context.os, request.env)

@@ -7,12 +7,24 @@ import argparse
 from collections.abc import Mapping
 
 from .. import people
+from ..answer_cache import Recorder
 from ..api.manager import PluginManager, PluginStatus
 from .answers import dumps, plugins_answer, plugins_check_answer
 from .report import plugins_text, warn
 
 
-def run_plugins(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """--json, and --check: hold each plugin against the hook contracts."""
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="hold each installed architecture plugin against every hook contract",
+    )
+
+
+def run(args: argparse.Namespace, env: Mapping[str, str], recorder: Recorder | None = None) -> int:
+    """List the plugins and their kernel libraries, or check them (--check)."""
     manager = PluginManager.discover(env)
     if args.check:
         return check_plugins(args, manager)

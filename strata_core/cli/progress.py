@@ -45,7 +45,7 @@ class ProgressLine:
 
     def __enter__(self) -> ProgressLine:
         self.replaced = sys.stderr
-        sys.stderr = _Above(self)  # type: ignore[assignment]
+        sys.stderr = _Above(self)
         self.ticker.start()
         return self
 

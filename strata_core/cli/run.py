@@ -3,27 +3,49 @@ every result), or start the engine with `run -- ENGINE ARGS...`."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import log, people
+from ..answer_cache import Recorder
 from ..errors import StrataError
-from ..plan.detection import PlanRequest
 from ..plan.pipeline import PlanOutcome, make_plan
 from ..plan.plan import HOST, Plan
 from ..plan.resolve import without_flags
 from .answers import dumps, kernel_dicts, run_answer
+from .options import detection_options, ignored_planning_options, planning_options, positive_int
 from .report import warn
+from .request import plan_request
 
 if TYPE_CHECKING:
     from ..run import RunOutcome
 
 
-def run(request: PlanRequest, as_json: bool, engine: Sequence[str] | None) -> int:
-    """Run the workload, or with ``engine`` (``run --``: empty for the run config's exe)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """--json, the host threads, and what the run plans for."""
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument("--threads", type=positive_int, help="host threads (default: one per core)")
+    planning_options(parser)
+    detection_options(parser)
+
+
+def ignored_options(args: argparse.Namespace) -> list[str]:
+    """Options that would otherwise be ignored in silence (``args.engine``: the engine's
+    command line after `run --`, or None)."""
+    problems = ignored_planning_options(args)
+    if args.engine is not None and args.json:
+        problems.append("run --json reports the workload; with -- ENGINE the engine runs instead")
+    return problems
+
+
+def run(args: argparse.Namespace, env: Mapping[str, str], recorder: Recorder | None = None) -> int:
+    """Run the workload, or with ``args.engine`` (``run --``: empty for the run config's exe)
     start the engine."""
+    engine = args.engine
+    request = plan_request(args, env, recorder, engine)
     outcome = make_plan(request)
     command = None if engine is None else list(engine) or config_engine(outcome)
     notes = outcome.selection.notes if command else outcome.notes
@@ -34,7 +56,7 @@ def run(request: PlanRequest, as_json: bool, engine: Sequence[str] | None) -> in
         log.info(line, kind="start_line")
     if command:
         return start_engine(outcome.plan, request.env, command)
-    return report_run(outcome, as_json)
+    return report_run(outcome, args.json)
 
 
 def config_engine(outcome: PlanOutcome) -> list[str]:
@@ -70,6 +92,8 @@ def start_engine(plan: Plan, env: Mapping[str, str], engine: Sequence[str]) -> i
 
 
 def report_run(outcome: PlanOutcome, as_json: bool) -> int:
+    """Run the plan's workload (a progress line for a person) and report it: the headline
+    and the kernel table, or the JSON answer."""
     from ..run import run_workload
 
     plan = outcome.plan

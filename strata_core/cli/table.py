@@ -3,13 +3,30 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import attrs
 
 from .. import people
-from ..tuning.tables import Table, TableError, read
+from ..answer_cache import Recorder
+from ..tuning.tables import Table, TableError, lookup_note, read
+from .options import logging_options
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Its one action, check: the tables to check, and --json."""
+    actions = parser.add_subparsers(dest="table_command", required=True, metavar="ACTION")
+    check = actions.add_parser(
+        "check",
+        help="validate tables (each FILE, or every *.txt in a folder); exit 1 if any is refused",
+        description="Validate tuning tables by the lookup's rules; every problem is "
+        "path:line: what.",
+        epilog=parser.epilog,
+    )
+    logging_options(check, argparse.SUPPRESS)
+    check.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    check.add_argument("--json", action="store_true", help="answer in JSON")
 
 
 @attrs.frozen
@@ -33,23 +50,16 @@ def tables_in(path: Path) -> Iterator[Path]:
         yield path
 
 
-def lookup_note(path: Path, table: Table) -> str:
-    """How the engine takes a table whose name is not the one the folder lookup wants."""
-    name = table.kind.file_name(table.arch, table.version)
-    if path.name == name:
-        return ""
-    forced = f", {table.kind.variable} under any name" if table.kind.variable else ""
-    return f"; the folder lookup takes it only as {name}{forced}"
-
-
 def check(path: Path) -> TableCheck:
+    """The table at ``path`` read, or the problems that refused it."""
     try:
         return TableCheck(path, read(path))
     except TableError as error:
         return TableCheck(path, None, tuple(error.problems))
 
 
-def run_table_check(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, env: Mapping[str, str], recorder: Recorder | None = None) -> int:
+    """Check each table (or folder of tables) named: exit 1 where any is refused."""
     from .answers import dumps, table_check_answer
 
     checks, empty = [], []

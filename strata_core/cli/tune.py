@@ -1,434 +1,119 @@
-"""`strata-core tune`: calibrate a card's or the host backend's GEMMs and write a table, or
-measure the calibratable switches (--switches)."""
+"""`strata-core tune`: calibrate a card's or the host backend's GEMMs and write a table
+(cli/tune_table.py), or measure the calibratable switches (--switches: cli/tune_switches.py)."""
 
 from __future__ import annotations
 
 import argparse
-import difflib
-import json
-import math
-import os
-import re
-import sys
 from collections.abc import Mapping
-from functools import partial
 from pathlib import Path
-from typing import Any
 
-from .. import log
-from ..digits import is_digits
-from ..errors import StrataError
-from ..files import write_atomic
-from ..people import counted
-from ..tuning import tables
-from ..tuning.tables import HOST, OP_PATTERN, TableError, parse, render
-from .table import lookup_note
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from ..host.threads import ThreadChoice
+from ..answer_cache import Recorder
+from ..api.vocabulary import OS_NAMES
+from .options import sysfs_option
 
 
-def parse_case(text: str) -> tuple[Any, ...]:
-    """``T,op,N,K,dtype``: the column order of a table's --case (awk's $1,$5,$2,$3,$4)."""
-    parts = text.split(",")
-    if (
-        len(parts) != 5
-        or not all(is_digits(p) and int(p) > 0 for p in (parts[0], *parts[2:4]))
-        or parts[4] not in ("f32", "f16")
-    ):
-        raise StrataError(
-            f"--case {text}: expected T,op,N,K,dtype with dtype f32 or f16, "
-            "such as 512,gate_up,8192,2048,f32"
-        )
-    if not re.fullmatch(OP_PATTERN, parts[1]):
-        raise StrataError(
-            f"--case {text}: op must be a lower-case name such as gate_up, got {parts[1]!r}"
-        )
-    return int(parts[0]), parts[1], int(parts[2]), int(parts[3]), parts[4]
-
-
-def parse_cases(texts: list[str]) -> list[tuple[Any, ...]]:
-    """The --case list, each shape once (a table has one row a shape)."""
-    cases: dict[tuple[Any, ...], str] = {}
-    for text in texts:
-        case = parse_case(text)
-        if case in cases:
-            raise StrataError(f"--case {text} is given twice; a table has one row a shape")
-        cases[case] = text
-    return list(cases)
-
-
-def table_min_gain(given: float | None) -> float:
-    if given is None:
-        return tables.MIN_GAIN
-    if not (math.isfinite(given) and given >= 1):
-        raise StrataError(f"--min-gain {given}: a number of at least 1")
-    return given
-
-
-def run_tune(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    if args.switches:
-        return run_switch_trials(args, env)
-    if args.repeats < 3:
-        raise StrataError(f"--repeats {args.repeats}: at least 3, for a median")
-    min_gain = table_min_gain(args.min_gain)
-    cases = parse_cases(args.case) if args.case else None
-    tokens = parse_tokens(args.tokens) if args.tokens else None
-    plan = None if args.host else card_plan(args, env)
-    if plan is not None:
-        return tune_card(args, env, plan, cases, tokens, min_gain)
-    if args.profile is not None:
-        raise StrataError(
-            "--profile gives the shapes of a card's calibration or of tune --switches; "
-            "the host backend's calibration takes --case"
-        )
-    return tune_host(args, env, cases, tokens, min_gain)
-
-
-def parse_tokens(text: str) -> list[int]:
-    parts = text.split(",")
-    tokens = [int(t) for t in parts] if all(is_digits(t) for t in parts) else []
-    if not tokens or min(tokens) <= 0:
-        raise StrataError(f"--tokens {text}: expected token counts such as 256,512")
-    twice = next((t for i, t in enumerate(tokens) if t in tokens[:i]), None)
-    if twice is not None:
-        raise StrataError(f"--tokens {text}: {twice} is given twice; a table has one row a shape")
-    return tokens
-
-
-def names_a_folder(output: str | None) -> bool:
-    """Whether a calibration's --output asks for a folder, which is made where missing (none
-    given: the default folder)."""
-    return output is None or output.endswith(os.sep)
-
-
-def table_target(output: str | None, env: Mapping[str, str], name: str) -> Path:
-    """Where a calibration writes the table named ``name``: --output (a folder where it is
-    one or ends in a slash, else a file of any name), else the first of $STRATA_TUNING_DIR,
-    else the data folder."""
-    from ..tuning.lookup import data_dir
-
-    if output is None:
-        folder = (
-            Path(env["STRATA_TUNING_DIR"].split(os.pathsep)[0])
-            if env.get("STRATA_TUNING_DIR")
-            else data_dir(env)
-        )
-        return folder / name
-    if output.endswith(os.sep) or Path(output).is_dir():
-        return Path(output) / name
-    return Path(output)
-
-
-def write_table(target: Path, text: str, taken_by: str, make_folders: bool = False) -> int:
-    """Write a calibrated table, which must be one that ``table check`` takes; its folder is
-    made only where ``make_folders`` (the default folder, or one --output names)."""
-    try:
-        table = parse(text, target)
-    except TableError as error:
-        sys.stdout.write(text)
-        raise StrataError(
-            f"tune: the measured table is refused ({error.problems[0]}); it is on stdout, "
-            "nothing was written"
-        ) from None
-    try:
-        write_atomic(target, text, make_folders)
-    except StrataError:
-        sys.stdout.write(text)
-        log.warning("tune: the table could not be written; it is on stdout instead")
-        raise
-    how = lookup_note(target, table) or taken_by
-    rows = counted(len(table.rows), "row")
-    log.info(f"tune: wrote {rows} ({table.tuned_rows} tuned) to {target}{how}")
-    return 0
-
-
-def tune_host(
-    args: argparse.Namespace,
-    env: Mapping[str, str],
-    cases: list[tuple[Any, ...]] | None,
-    tokens: list[int] | None,
-    min_gain: float,
-) -> int:
-    from ..host.tuning import DEFAULT_TOKENS, HostGemmTunable, cases_for
-    from ..tuning.calibrate import calibrate
-
-    tunable = HostGemmTunable(cases or cases_for(tokens or DEFAULT_TOKENS))
-    target = table_target(args.output, env, HOST.file_name(tunable.arch, tunable.version))
-    log.info(
-        f"tune: host backend, {tunable.arch}, {tunable.version}: "
-        f"{counted(len(tunable.cases()), 'case')}, {counted(args.repeats, 'round')} each"
-    )
-    threads = measured_threads(env)
-    table, _ = calibrate(
-        tunable,
-        args.repeats,
-        min_gain,
-        lambda line: log.info(line, kind="progress"),
-        meta=threads_meta(threads),
-    )
-    return write_table(target, render(table), "", names_a_folder(args.output))
-
-
-def measured_threads(env: Mapping[str, str]) -> ThreadChoice:
-    """The host kernels' threads, measured now on the default workload's decode step, for a
-    host table to record."""
-    from ..answer_cache import Recorder
-    from ..api.records import Workload
-    from ..child import ChildFailed
-    from ..host.threads import choose, measure
-
-    try:
-        threads = choose(measure(Workload(), env, Recorder()), "measured by tune")
-    except ChildFailed as failed:
-        raise StrataError(f"tune: the host threads' trial gave no answer ({failed})") from None
-    log.info(f"tune: host threads: {threads.summary()} ({threads.reason})")
-    return threads
-
-
-def threads_meta(threads: ThreadChoice) -> dict[str, str]:
-    """A host table's header fields for ``threads``."""
-    meta = {"threads": str(threads.threads)}
-    return meta | ({"omp_wait_policy": threads.wait_policy} if threads.wait_policy else {})
-
-
-def card_plan(args: argparse.Namespace, env: Mapping[str, str]) -> Any:
-    """The plan of a run on this PC's card whose prompt GEMMs run through a vendor library,
-    or None where the host backend runs."""
-    from ..plan.detection import PlanRequest
-    from ..plan.pipeline import make_plan
-    from ..tuning.libraries import PATHS, calibrated_path
-
-    request = PlanRequest(env=env, sysfs=args.sysfs, profile=args.profile, for_run=True)
-    plan = make_plan(request).plan
-    if plan.backend == "host":
-        return None
-    gemm = plan.kernels.get("prompt_gemm")
-    if gemm is None or gemm.variant not in PATHS:
-        why = gemm.reason if gemm else "its plugin chooses no prompt GEMM"
-        raise StrataError(
-            f"tune: the prompt GEMMs on {plan.device.name} run no vendor library ({why}); "
-            "nothing to calibrate on the card (--host calibrates the host backend)"
-        )
-    if calibrated_path(gemm.variant, plan.device.gfx) is None:
-        raise StrataError(
-            f"tune: {plan.device.name} ({plan.device.gfx}) takes no tuning table for its prompt "
-            f"GEMMs ({gemm.reason}); nothing to calibrate on the card (--host calibrates the "
-            "host backend)"
-        )
-    return plan
-
-
-#: the token buckets of a card's calibration (AMD_HIP.md, "rocBLAS table": T = 256 ... 8192)
-CARD_TOKENS = (256, 512, 1024, 2048, 4096, 8192)
-
-
-def tune_card(
-    args: argparse.Namespace,
-    env: Mapping[str, str],
-    plan: Any,
-    cases: list[tuple[Any, ...]] | None,
-    tokens: list[int] | None,
-    min_gain: float,
-) -> int:
-    """Calibrate the plan's prompt GEMM library on its card and write its table."""
-    from ..plan.detection import seconds_variable
-    from ..run import tune_on_card
-    from ..tuning import versions
-    from ..tuning.libraries import LIBRARIES, PATHS, calibrated_path
-
-    calibrated = calibrated_path(plan.kernels["prompt_gemm"].variant, plan.device.gfx)
-    assert calibrated is not None  # card_plan refuses the rest
-    path = PATHS[calibrated]
-    library = LIBRARIES[path.library]
-    w = plan.run.workload
-    if cases is None:
-        cases = [(t, "prompt", w.ffn, w.hidden, path.dtype) for t in tokens or CARD_TOKENS]
-    wrong = [c for c in cases if c[4] != path.dtype]
-    if wrong:
-        raise StrataError(
-            f"--case {','.join(map(str, wrong[0]))}: {library.kind.library} takes "
-            f"{path.dtype} operands on this path ({calibrated})"
-        )
-    timeout = seconds_variable(env, "STRATA_HIP_PROBE_TIMEOUT", 15.0)
-    version = versions.probe(env, timeout)[path.library]
-    if version.version is None:
-        raise StrataError(f"tune: the {library.kind.library} version is unknown: {version.how}")
-    name = library.kind.file_name(plan.device.gfx, version.version)
-    target = table_target(args.output, env, name)
-    answer = tune_on_card(
-        plan,
-        calibrated,
-        tuple(cases),
-        args.repeats,
-        min_gain,
-        lambda line: log.info(line, kind="progress"),
-    )
-    if (answer["arch"], answer["version"]) != (plan.device.gfx, version.version):
-        raise StrataError(
-            f"tune: the card's library is {answer['arch']} {answer['library']} "
-            f"{answer['version']}, not the {plan.device.gfx} {version.version} probed before; "
-            "nothing written"
-        )
-    taken_by = (
-        "" if path.library == "rocblas" else f"; STRATA_{path.library.upper()}_TABLE=on takes it"
-    )
-    return write_table(target, answer["table"], taken_by, names_a_folder(args.output))
-
-
-def host_run(args: argparse.Namespace, env: Mapping[str, str], config: Path | None) -> Any:
-    """The host backend of this PC's plan (with the run config ``config``, where there is
-    one yet): its instruction set and kernels. The cards the config chooses are not asked
-    for: the host backend needs none of them."""
-    from ..plan.detection import PlanRequest
-    from ..plan.pipeline import make_plan
-    from ..plan.selection import DeviceChoice
-
-    request = PlanRequest(
-        env=env,
-        config=config,
-        sysfs=args.sysfs,
-        choice=DeviceChoice(),
-        profile=args.profile,
-        for_run=True,
-    )
-    host = make_plan(request).plan.host
-    assert host is not None  # a plan for a run has one
-    return host
-
-
-def run_switch_trials(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    """Measure each calibratable switch on the host backend in alternating on/off pairs and
-    write the clear winners into the run config's env (or show the change: --dry-run)."""
-    import numpy as np
-
-    from ..api.records import RunContext
-    from ..host.library import HostLibrary
-    from ..host.plugin import host_device, strata_select_kernels
-    from ..plan import config as run_config
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """A table calibration's options, and those of --switches."""
     from ..plan import profile
-    from ..plan.context import this_os
-    from ..tuning.switch_trials import MIN_GAIN, ROUNDS, TRIALS, TrialResult, alternate, verdict
 
-    min_gain = MIN_GAIN if args.min_gain is None else args.min_gain
-    budget = 10.0 if args.budget is None else args.budget
-    if not (math.isfinite(min_gain) and min_gain > 1):
-        raise StrataError(f"--min-gain {args.min_gain}: above 1 (1.03 is 3%)")
-    if not (math.isfinite(budget) and budget > 0):
-        raise StrataError(f"--budget {args.budget}: a positive number of seconds")
-    workload = profile.load(args.profile)
-    context = RunContext(os=args.os or this_os(), kv_streaming=args.kv_streaming)
-    path = run_config.find(args.config, env) or Path("strata.toml")
-    if path.is_file():
-        run_config.load(path)  # a malformed config is refused before anything is measured
-    host = host_run(args, env, path if path.is_file() else None)
-    lib = HostLibrary()
-    lib.set_isa(host.isa)
-    base = {"STRATA_HOST_ISA": host.isa}
-    rng = np.random.default_rng(0)
-    logits = rng.standard_normal((workload.prompt_tokens, workload.experts), dtype=np.float32)
-    scores = rng.standard_normal(workload.context_cells, dtype=np.float32)
-    k = workload.experts_per_token
-
-    def router(variant: str) -> object:
-        return lib.router_topk(logits, k, variant)
-
-    def topk(variant: str) -> object:
-        return lib.topk(scores, workload.cells_kept, variant)
-
-    calls = {"router_topk": router, "topk": topk, "topk_prompt": topk}
-    log.info(
-        f"tune: measuring on the host backend ({lib.path.name}, {lib.isa}); the engine on a "
-        f"GPU may differ. A switch is kept when it is {(min_gain - 1) * 100:.0f}% faster by "
-        f"more than its spread; at most {budget:g} s a switch"
+    parser.add_argument(
+        "--output",
+        metavar="FILE",
+        help="table to write, or its folder (one that exists, or ends in /) (default: "
+        "$STRATA_TUNING_DIR or ~/.local/share/strata/tuning), named for the card or CPU and "
+        "the library",
     )
-    results = []
-    for trial in TRIALS:
-        never = trial.never(context)
-        if never or trial.op is None:
-            why = (
-                never
-                or "only the engine on a GPU can measure it; the host backend has no such path"
-            )
-            results.append(
-                TrialResult(trial.switch, trial.value, None, False, f"{trial.switch}: {why}")
-            )
-            continue
-        pick = {}
-        for on, state in ((False, base), (True, base | {trial.switch: trial.value})):
-            chosen = strata_select_kernels(host_device(), context, state, workload)
-            pick[on] = next(c.variant for c in chosen if c.op == trial.op)
-        if pick[False] == pick[True]:
-            why = f"the host backend runs {trial.op} the same way ({pick[False]}) at this workload"
-            results.append(
-                TrialResult(
-                    trial.switch, trial.value, None, False, f"{trial.switch}={trial.value}: {why}"
-                )
-            )
-            continue
-        call = calls[trial.op]
-        measured = [
-            alternate(
-                partial(call, pick[False]),
-                partial(call, pick[True]),
-                args.repeats,
-                min_gain,
-                budget / ROUNDS,
-            )
-            for _ in range(ROUNDS)
-        ]
-        results.append(verdict(trial, measured, min_gain))
-    for result in results:
-        log.info(f"tune: {result.reason}", kind="switch", kept=result.keep)
-    won = {r.switch: r.value for r in results if r.keep}
-    if not won:
-        log.info(f"tune: nothing to write into {path}")
-        return 0
-    old, new = with_env(path, won, HOST_MEASURED)
-    if args.dry_run:
-        sys.stdout.writelines(
-            difflib.unified_diff(
-                old.splitlines(keepends=True), new.splitlines(keepends=True), str(path), str(path)
-            )
-        )
-        log.info(f"tune: --dry-run: the change to {path} is on stdout; nothing was written")
-        return 0
-    try:
-        write_atomic(path, new)
-    except StrataError:
-        sys.stdout.writelines(f"{name} = {value!r}\n" for name, value in won.items())
-        log.warning(f"tune: the winners could not be written; put them in {path}'s [env]")
-        raise
-    log.info(
-        f"tune: wrote {', '.join(f'{k}={v}' for k, v in won.items())} into {path}, measured on "
-        "the host backend (CPU), not on a GPU"
+    parser.add_argument(
+        "--tokens",
+        metavar="LIST",
+        help="token buckets (default: 256,...,8192 on a card, 256,512,1024,2048 on the host)",
     )
-    return 0
+    parser.add_argument(
+        "--host", action="store_true", help="calibrate the host backend even where a card runs"
+    )
+    sysfs_option(parser)
+    parser.add_argument(
+        "--case",
+        action="append",
+        metavar="T,op,N,K,dtype",
+        help="measure this case only (repeatable)",
+    )
+    parser.add_argument("--repeats", type=int, default=7, help="alternating rounds per case")
+    parser.add_argument(
+        "--switches",
+        action="store_true",
+        help="measure the calibratable switches in on/off pairs; write winners that repeat "
+        "into the run config's env",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        type=Path,
+        help="with --switches: the run config to write (default: ./strata.toml)",
+    )
+    parser.add_argument(
+        "--profile",
+        metavar="NAME|FILE",
+        type=profile.named,
+        help="model profile of the shapes to measure (with --switches, or on a card): "
+        f"{', '.join(profile.SHIPPED)} or a file (default: {profile.DEFAULT_NAME})",
+    )
+    parser.add_argument("--os", choices=OS_NAMES, help="with --switches: the OS the run is for")
+    parser.add_argument(
+        "--kv-streaming", action="store_true", help="with --switches: the run streams the KV cache"
+    )
+    parser.add_argument(
+        "--min-gain",
+        type=float,
+        help="how much faster than the default a winner must be (default: 1.05 for a table, "
+        "1.03 for --switches)",
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        metavar="SECONDS",
+        help="with --switches: the longest a switch is measured (default 10)",
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="with --switches: show the change to the run config as a diff; write nothing",
+    )
 
 
-#: what a TOML run config says beside a switch that tune --switches wrote
-HOST_MEASURED = "strata-core tune --switches: measured on the host backend (CPU), not on a GPU"
+def ignored_options(args: argparse.Namespace) -> list[str]:
+    """Options that would otherwise be ignored in silence: those of --switches without it,
+    and those of a table calibration with it."""
+    problems = []
+    if not args.switches:
+        given = [
+            flag
+            for flag, value in (("--dry-run", args.dry_run), ("--budget", args.budget),
+                                ("--config", args.config), ("--os", args.os),
+                                ("--kv-streaming", args.kv_streaming))
+            if value not in (None, False)
+        ]  # fmt: skip
+        if given:
+            problems.append(f"{given[0]} is for tune --switches; give --switches too")
+    if args.switches:
+        given = [
+            flag
+            for flag, value in (("--case", args.case), ("--tokens", args.tokens),
+                                ("--output", args.output), ("--host", args.host or None),
+                                ("--sysfs", args.sysfs))
+            if value is not None
+        ]  # fmt: skip
+        if given:
+            problems.append(f"{given[0]} is for a table calibration, not tune --switches")
+    return problems
 
 
-def with_env(path: Path, values: Mapping[str, str], note: str = "") -> tuple[str, str]:
-    """The run config's text before and after setting ``values`` in its env, everything else
-    kept: comments, order and formatting (tomlkit), or the server JSON's keys in order. A TOML
-    config gets ``note`` as each new value's comment (JSON has no comments)."""
-    import tomlkit
+def run(args: argparse.Namespace, env: Mapping[str, str], recorder: Recorder | None = None) -> int:
+    """Calibrate and write a table, or with --switches measure the switches."""
+    if args.switches:
+        from .tune_switches import run_switch_trials
 
-    old = path.read_text(encoding="utf-8") if path.is_file() else ""
-    if path.suffix == ".json":
-        data = json.loads(old) if old else {}
-        data.setdefault("env", {}).update(values)
-        return old, json.dumps(data, indent=2) + "\n"
-    document = tomlkit.parse(old)
-    if "env" not in document:
-        document["env"] = tomlkit.table()
-    table = document["env"]
-    for name, value in values.items():
-        item = tomlkit.string(value)
-        if note:
-            item.comment(note)
-        table[name] = item  # type: ignore[index]
-    return old, tomlkit.dumps(document)
+        return run_switch_trials(args, env)
+    from .tune_table import calibrate_table
+
+    return calibrate_table(args, env)

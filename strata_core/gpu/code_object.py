@@ -89,7 +89,10 @@ def _metadata(elf: ELFFile, path: Path) -> dict[str, Any]:
         if not isinstance(section, NoteSection):
             continue
         for note in section.iter_notes():
-            if note["n_name"] == "AMDGPU" and note["n_type"] == NT_AMDGPU_METADATA:
+            # pyelftools types n_type as str, but passes a type it has no name for (this
+            # one) through as its number
+            n_type: str | int = note["n_type"]
+            if note["n_name"] == "AMDGPU" and n_type == NT_AMDGPU_METADATA:
                 metadata: dict[str, Any] = msgpack.unpackb(note["n_desc"], raw=False)
                 return metadata
     raise StrataError(f"{path}: the code object has no AMDGPU metadata note")

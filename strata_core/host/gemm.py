@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ..tuning.tables import HOST
+from ..tuning.kinds import HOST
 
 SOLUTIONS = {
     "default": "one matmul of X by W (K x N)",

@@ -1,16 +1,20 @@
-"""The host backend's tunable operation for calibration: the prompt GEMM."""
+"""The host backend's calibration: its tunable operation, the prompt GEMM, the cases measured,
+and the threads its table records."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..tuning.calibrate import Case, Runner, wall_clock
-from ..tuning.tables import HOST
+from ..errors import StrataError
+from ..tuning.calibrate import Case, Runner, calibrate, wall_clock
+from ..tuning.kinds import HOST
+from ..tuning.tables import Table
 from .gemm import SOLUTIONS, PromptGemm
 from .platform import blas_version, isa_level
+from .threads import ThreadChoice
 
 #: Prompt GEMM shapes (op, N, K) of the default workload, and its token buckets.
 DEFAULT_SHAPES = (
@@ -30,6 +34,9 @@ def cases_for(
 
 
 class HostGemmTunable:
+    """The host backend's prompt GEMM as calibration measures it (a Tunable): each case's
+    inputs drawn from ``seed``, every solution of PromptGemm timed by the wall clock."""
+
     kind = HOST
 
     def __init__(self, cases: Sequence[tuple[Any, ...]], seed: int = 0) -> None:
@@ -58,3 +65,40 @@ class HostGemmTunable:
         return lambda solution: gemm(x, solution)
 
     seconds = staticmethod(wall_clock)
+
+
+def tunable_for(
+    cases: Sequence[tuple[Any, ...]] | None, tokens: Sequence[int] | None
+) -> HostGemmTunable:
+    """The host GEMM cases a calibration measures: ``cases``, else every default shape at
+    ``tokens`` (default: DEFAULT_TOKENS)."""
+    return HostGemmTunable(cases or cases_for(tokens or DEFAULT_TOKENS))
+
+
+def measured_threads(env: Mapping[str, str]) -> ThreadChoice:
+    """The host kernels' threads, measured now on the default workload's decode step, for a
+    host table to record."""
+    from ..answer_cache import Recorder
+    from ..api.records import Workload
+    from ..child import ChildFailed
+    from .threads import choose, measure
+
+    try:
+        return choose(measure(Workload(), env, Recorder()), "measured by tune")
+    except ChildFailed as failed:
+        raise StrataError(f"tune: the host threads' trial gave no answer ({failed})") from None
+
+
+def calibrate_host(
+    tunable: HostGemmTunable,
+    threads: ThreadChoice,
+    repeats: int,
+    min_gain: float,
+    progress: Callable[[str], None],
+) -> Table:
+    """The host GEMM table of ``tunable``'s cases, its header recording ``threads``."""
+    meta = {"threads": str(threads.threads)}
+    if threads.wait_policy:
+        meta["omp_wait_policy"] = threads.wait_policy
+    table, _ = calibrate(tunable, repeats, min_gain, progress, meta=meta)
+    return table

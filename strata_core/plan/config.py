@@ -251,3 +251,26 @@ def dumps(config: RunConfig) -> str:
     raw = _converter(True).unstructure(config)
     raw["tuning"] = {k: v for k, v in raw["tuning"].items() if v not in (None, [])}
     return tomli_w.dumps({k: v for k, v in raw.items() if v not in (None, {}, [])})
+
+
+def with_env(path: Path, values: Mapping[str, str], note: str = "") -> tuple[str, str]:
+    """The run config's text before and after setting ``values`` in its env, everything else
+    kept: comments, order and formatting (tomlkit), or the server JSON's keys in order. A TOML
+    config gets ``note`` as each new value's comment (JSON has no comments)."""
+    import tomlkit
+
+    old = path.read_text(encoding="utf-8") if path.is_file() else ""
+    if path.suffix == ".json":
+        data = json.loads(old) if old else {}
+        data.setdefault("env", {}).update(values)
+        return old, json.dumps(data, indent=2) + "\n"
+    document = tomlkit.parse(old)
+    if "env" not in document:
+        document["env"] = tomlkit.table()
+    table = document["env"]
+    for name, value in values.items():
+        item = tomlkit.string(value)
+        if note:
+            item.comment(note)
+        table[name] = item
+    return old, tomlkit.dumps(document)

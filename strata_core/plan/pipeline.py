@@ -80,54 +80,14 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
     env, recorder = request.env, request.recorder
     path, config = run_config.find_and_load(request.config, env, recorder)
     chosen = chosen_plugin(request, config)
-    no_gpu = None
     if request.device:
-        manager = PluginManager.discover(env)
-        assignments, problems = assign(
-            manager, [named_device(request.device, request.integrated, manager)], chosen
-        )
-        selection = Selection((0,), {}, "--device")
-        detection_problems = tuple(problems)
-        others: tuple[Device, ...] = ()
-        main = assignments[0]
-        cards: tuple[Device, ...] = (main.device,)
+        found = named_card(request.device, request, chosen)
     else:
-        detected = detect(request, config)
-        manager, selection = detected.manager, detected.selection
-        detection_problems = (*detected.found.problems, *detected.problems)
-        refuse_unsupported(detected.assignments, selection, manager)
-        if selection.indices:
-            main = next(
-                a
-                for a in detected.assignments
-                if selection.selects(a.device) and a.device.index == selection.indices[-1]
-            )
-        else:
-            no_gpu = f"no GPU to run on ({selection.reason}); the host backend runs"
-            main = Assignment(host_device(), HOST, "host runs on the CPU")
-        others = tuple(
-            a.device
-            for a in detected.assignments
-            if a.device.visible and a.device is not main.device
-        )
-        cards = tuple(a.device for a in detected.assignments if selection.selects(a.device))
+        found = detected_cards(request, config)
+    manager, selection, main = found.manager, found.selection, found.main
     plugin = runnable_plugin(main, chosen)
-    context = RunContext(
-        os=request.os or this_os(),
-        kv=request.kv or parse_engine_args(config.args, {"--kv"}).get("--kv"),
-        pack=request.pack,
-        vision=request.vision,
-        kv_streaming=request.kv_streaming
-        or "--kv-resident" in parse_engine_args(config.args, {"--kv-resident"}),
-        other_cards=others,
-        ram_bytes=ram_bytes(recorder),
-        ple_table_bytes=_ple_table_bytes(request, config),
-    )
-    config_env = dict(config.env)
-    if config.tuning.hipblaslt_table is not None:
-        config_env.setdefault(
-            "STRATA_HIPBLASLT_TABLE", "on" if config.tuning.hipblaslt_table else "off"
-        )
+    context = run_context(request, config, found.others)
+    config_env = env_of_config(config)
     user = dict(env) | parse_engine_args(request.engine_args, ENGINE_FLAGS)
     workload = profile.load(request.profile, recorder)
     config_name = str(path) if path else "the run config"
@@ -138,7 +98,9 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
         )
 
     plan = plan_on(main.device, plugin)
-    split = packages.split_refusal(plan.package, cards, plan.context.os) if plan.package else None
+    split = (
+        packages.split_refusal(plan.package, found.cards, plan.context.os) if plan.package else None
+    )
     if split:
         plan = attrs.evolve(plan, package=None, warnings=(*plan.warnings, split))
     if plan.backend in ("hip", "cuda"):
@@ -162,8 +124,86 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
         engine_cards = EngineCards(plan.backend, selection.indices, roles, frozenset(given))
         plan = attrs.evolve(plan, cards=engine_cards)
     # last, so that a plugin that broke in any hook above is among them
-    plan = attrs.evolve(plan, warnings=(*manager.problems, *detection_problems, *plan.warnings))
-    return PlanOutcome(plan, main, selection, manager, config, path, no_gpu)
+    plan = attrs.evolve(plan, warnings=(*manager.problems, *found.problems, *plan.warnings))
+    return PlanOutcome(plan, main, selection, manager, config, path, found.no_gpu)
+
+
+@attrs.frozen
+class Cards:
+    """The cards a plan is for: the plugin manager that claimed them, the selection, the main
+    card's assignment (the host backend's where no GPU runs, and ``no_gpu`` says why), the
+    other visible cards, the chosen cards, and the problems their detection met."""
+
+    manager: PluginManager
+    selection: Selection
+    main: Assignment
+    others: tuple[Device, ...]
+    cards: tuple[Device, ...]
+    problems: tuple[str, ...]
+    no_gpu: str | None = None
+
+
+def named_card(gfx: str, request: PlanRequest, chosen: str | None) -> Cards:
+    """The card ``--device`` names (``gfx``), alone: a card that is not in this PC."""
+    manager = PluginManager.discover(request.env)
+    device = named_device(gfx, request.integrated, manager)
+    assignments, problems = assign(manager, [device], chosen)
+    main = assignments[0]
+    selection = Selection((0,), {}, "--device")
+    return Cards(manager, selection, main, (), (main.device,), tuple(problems))
+
+
+def detected_cards(request: PlanRequest, config: run_config.RunConfig) -> Cards:
+    """The cards of this PC: the main card of those chosen, or the host backend where no GPU
+    can run; StrataError where a chosen card is one no plugin runs."""
+    detected = detect(request, config)
+    manager, selection = detected.manager, detected.selection
+    problems = (*detected.found.problems, *detected.problems)
+    refuse_unsupported(detected.assignments, selection, manager)
+    no_gpu = None
+    if selection.indices:
+        main = next(
+            a
+            for a in detected.assignments
+            if selection.selects(a.device) and a.device.index == selection.indices[-1]
+        )
+    else:
+        no_gpu = f"no GPU to run on ({selection.reason}); the host backend runs"
+        main = Assignment(host_device(), HOST, "host runs on the CPU")
+    others = tuple(
+        a.device for a in detected.assignments if a.device.visible and a.device is not main.device
+    )
+    cards = tuple(a.device for a in detected.assignments if selection.selects(a.device))
+    return Cards(manager, selection, main, others, cards, problems, no_gpu)
+
+
+def run_context(
+    request: PlanRequest, config: run_config.RunConfig, others: tuple[Device, ...]
+) -> RunContext:
+    """What the plan is for besides the card: the OS, the KV cache, the model's pack, the
+    picture reader, the other cards, the RAM and the PLE table."""
+    return RunContext(
+        os=request.os or this_os(),
+        kv=request.kv or parse_engine_args(config.args, {"--kv"}).get("--kv"),
+        pack=request.pack,
+        vision=request.vision,
+        kv_streaming=request.kv_streaming
+        or "--kv-resident" in parse_engine_args(config.args, {"--kv-resident"}),
+        other_cards=others,
+        ram_bytes=ram_bytes(request.recorder),
+        ple_table_bytes=_ple_table_bytes(request, config),
+    )
+
+
+def env_of_config(config: run_config.RunConfig) -> dict[str, str]:
+    """The run config's env, with its [tuning] hipblaslt_table as STRATA_HIPBLASLT_TABLE
+    where the env does not set that."""
+    config_env = dict(config.env)
+    if config.tuning.hipblaslt_table is not None:
+        config_env.setdefault(
+            "STRATA_HIPBLASLT_TABLE", "on" if config.tuning.hipblaslt_table else "off"
+        )
+    return config_env
 
 
 def refuse_unsupported(

@@ -21,7 +21,8 @@ import numpy as np
 
 from ..people import counted, duration
 from .dispatch import SolutionRefused
-from .tables import DEFAULT, MIN_GAIN, Kind, Row, Table
+from .kinds import Kind
+from .tables import DEFAULT, MIN_GAIN, Row, Table
 
 Runner = Callable[[str], Any]
 #: seconds one run of a solution takes

@@ -8,7 +8,9 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Protocol
 
 import attrs
 
@@ -149,3 +151,52 @@ def verdict(trial: SwitchTrial, measured: list[Measured], min_gain: float) -> Tr
     else:
         reason = f"{said}; not past {threshold} by more than the spread: left unset"
     return TrialResult(trial.switch, trial.value, measured[0], all(keeps), reason)
+
+
+class TrialBench(Protocol):
+    """The backend the switches are measured on (the host backend's:
+    strata_core.host.switch_bench)."""
+
+    def variant(self, op: str, switches: Mapping[str, str]) -> str:
+        """The variant of ``op`` the backend runs with ``switches`` set."""
+
+    def call(self, op: str) -> Callable[[str], object]:
+        """The call that runs ``op`` with a variant."""
+
+
+def run_trials(
+    bench: TrialBench, context: RunContext, repeats: int, min_gain: float, budget_s: float
+) -> list[TrialResult]:
+    """Each of TRIALS on ``bench``, for a run in ``context``: its switch set and unset in
+    ROUNDS measurements of alternating pairs (at least ``repeats`` pairs, at most
+    ``budget_s`` seconds in all), and the verdict; a trial that never runs in ``context``,
+    that only the engine on a GPU can measure, or whose switch changes no variant here is
+    not measured."""
+    return [_trial(trial, bench, context, repeats, min_gain, budget_s) for trial in TRIALS]
+
+
+def _trial(
+    trial: SwitchTrial,
+    bench: TrialBench,
+    context: RunContext,
+    repeats: int,
+    min_gain: float,
+    budget_s: float,
+) -> TrialResult:
+    never = trial.never(context)
+    if never or trial.op is None:
+        why = never or "only the engine on a GPU can measure it; the host backend has no such path"
+        return TrialResult(trial.switch, trial.value, None, False, f"{trial.switch}: {why}")
+    off = bench.variant(trial.op, {})
+    on = bench.variant(trial.op, {trial.switch: trial.value})
+    if off == on:
+        why = f"the host backend runs {trial.op} the same way ({off}) at this workload"
+        return TrialResult(
+            trial.switch, trial.value, None, False, f"{trial.switch}={trial.value}: {why}"
+        )
+    call = bench.call(trial.op)
+    measured = [
+        alternate(partial(call, off), partial(call, on), repeats, min_gain, budget_s / ROUNDS)
+        for _ in range(ROUNDS)
+    ]
+    return verdict(trial, measured, min_gain)

@@ -260,6 +260,15 @@ def _rocblas_buckets(path: Path, rows: list[Row]) -> list[str]:
     return problems
 
 
+def lookup_note(path: Path, table: Table) -> str:
+    """How the engine takes a table whose name is not the one the folder lookup wants."""
+    name = table.kind.file_name(table.arch, table.version)
+    if path.name == name:
+        return ""
+    forced = f", {table.kind.variable} under any name" if table.kind.variable else ""
+    return f"; the folder lookup takes it only as {name}{forced}"
+
+
 def render(table: Table) -> str:
     """The text of a table, rows in their given order."""
     meta = {"columns": ",".join(table.kind.columns), "min_gain": f"{table.min_gain:g}"}

@@ -19,7 +19,7 @@ import sys
 import zlib
 from collections.abc import Sequence
 
-from . import answer_cache
+from .. import answer_cache
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

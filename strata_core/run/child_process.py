@@ -1,0 +1,130 @@
+"""A GPU child process, from the parent's side: ``python -m MODULE FOLDER`` started on a job
+left in FOLDER, its stdout lines passed on as they come, its time limits watched (the first
+contact with the runtime, then the whole run) and its answer read back. A child that dies,
+hangs or fails is one line (NoGpuRun), and never outlives the call."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import pickle
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from ..errors import NoGpuRun, StrataError
+from ..plan.plan import RunSettings
+from ..tuning.dispatch import say
+from .gpu_child import ANSWER, CONTACT, JOB
+from .held_signals import HeldSignals
+
+
+@contextlib.contextmanager
+def child_answer(
+    module: str,
+    job: object,
+    settings: RunSettings,
+    what: str,
+    progress: Callable[[str], None] | None = None,
+) -> Iterator[tuple[dict[str, Any], Path]]:
+    """Run ``python -m module FOLDER`` on ``job`` within the plan's time limit; its answer
+    and FOLDER, after the lines it said are said. Each line the child prints on stdout goes
+    to ``progress`` as it comes. NoGpuRun when it dies, hangs, fails or finds no card that
+    runs; StrataError when it refuses."""
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        with tempfile.TemporaryDirectory(prefix="strata-gpu-") as folder:
+            where = Path(folder)
+            status, late, last = _run_child(module, job, settings, where, progress)
+            yield from _answer(what, settings, where, status, late, last)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _terminated(signum: int, frame: object) -> None:
+    """SIGTERM ends the command as Ctrl-C does: the child is stopped and its folder removed."""
+    raise SystemExit(128 + signum)
+
+
+def _run_child(
+    module: str,
+    job: object,
+    settings: RunSettings,
+    where: Path,
+    progress: Callable[[str], None] | None,
+) -> tuple[int, str | None, str]:
+    """Run the child in ``where``; its exit status, the limit it ran past (None if none), and
+    the last line of its stderr. The child never outlives this call."""
+    (where / JOB).write_bytes(pickle.dumps(job))
+    done = threading.Event()
+    late: list[str] = []
+    contact = min(settings.contact_timeout_s, settings.timeout_s)
+
+    def watch() -> None:
+        if done.wait(contact):
+            return
+        if contact < settings.timeout_s and not (where / CONTACT).exists():
+            late.append("contact")
+        elif done.wait(settings.timeout_s - contact):
+            return
+        else:
+            late.append("run")
+        child.kill()
+
+    with open(where / "stderr", "w+") as stderr:
+        with HeldSignals() as held:
+            child = subprocess.Popen(
+                [sys.executable, "-m", module, str(where)],
+                env=dict(settings.child_env),
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+            )
+        try:
+            held.deliver()
+            threading.Thread(target=watch, daemon=True).start()
+            assert child.stdout is not None
+            for line in child.stdout:
+                if progress is not None:
+                    progress(line.rstrip("\n"))
+            status = child.wait()
+        finally:
+            done.set()
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+        stderr.seek(0)
+        last = (stderr.read().strip().splitlines() or ["no message"])[-1]
+    return status, late[0] if late else None, last
+
+
+def _answer(
+    what: str, settings: RunSettings, where: Path, status: int, late: str | None, last: str
+) -> Iterator[tuple[dict[str, Any], Path]]:
+    if late == "contact":
+        raise NoGpuRun(
+            f"{what} gave no answer within {settings.contact_timeout_s:g} s of its first call "
+            "to the runtime (STRATA_HIP_PROBE_TIMEOUT sets the limit)"
+        )
+    if late == "run":
+        raise NoGpuRun(
+            f"{what} gave no answer within {settings.timeout_s:g} s "
+            "(STRATA_RUN_TIMEOUT sets the limit)"
+        )
+    if status < 0:
+        raise NoGpuRun(f"{what} died of {signal.Signals(-status).name}")
+    if status != 0 or not (where / ANSWER).is_file():
+        raise NoGpuRun(f"{what} failed (exit status {status}: {last})")
+    answer = json.loads((where / ANSWER).read_text())
+    for level, line in answer.get("said", ()):
+        say(level, line)
+    if "no_gpu" in answer:
+        raise NoGpuRun(answer["no_gpu"])
+    if "refused" in answer:
+        raise StrataError(answer["refused"])
+    yield answer, where
