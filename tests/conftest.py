@@ -46,9 +46,12 @@ def host_isa(request) -> str:
 
 
 @pytest.fixture(autouse=True)
-def default_log():
+def default_log(monkeypatch):
     """Each test starts with the log at its default level and format, whatever a command run
-    in this process before it set."""
+    in this process before it set, and with no terminal width (xdist's workers get
+    COLUMNS=80): a test that wraps says its width."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
     log.configure()
 
 
