@@ -319,6 +319,18 @@ static void route_portable(const float *logits, int64_t experts, int k, item *be
     old_select(best, k, logits, experts);
 }
 
+/* The tokens of a group that the vector router left to the portable one (bit u of ``left``:
+ * token t + u), routed one by one. */
+static void route_left(const float *logits, int64_t t, int group, unsigned left,
+                       int64_t experts, int k, int32_t *ids, float *weights) {
+    for (int u = 0; u < group; u++) {
+        if (!(left >> u & 1)) continue;
+        item best[ROUTER_FAST_MAX_K];
+        route_portable(logits + (t + u) * experts, experts, k, best);
+        softmax_weights(best, k, ids + (t + u) * k, weights + (t + u) * k);
+    }
+}
+
 int strata_router_topk(const float *logits, int64_t tokens, int64_t experts, int k,
                        int32_t *ids, float *weights, int variant) {
     if (!logits || !ids || !weights || tokens < 0 || k <= 0 || experts < k || k > 64 ||
@@ -331,12 +343,7 @@ int strata_router_topk(const float *logits, int64_t tokens, int64_t experts, int
             int group = tokens - t < 16 ? (int)(tokens - t) : 16;
             __mmask16 left = route16(logits + t * experts, group, experts, k, ids + t * k,
                                      weights + t * k);
-            for (int u = 0; u < group; u++) {
-                if (!(left >> u & 1)) continue;
-                item best[ROUTER_FAST_MAX_K];
-                route_portable(logits + (t + u) * experts, experts, k, best);
-                softmax_weights(best, k, ids + (t + u) * k, weights + (t + u) * k);
-            }
+            route_left(logits, t, group, left, experts, k, ids, weights);
         }
         return STRATA_OK;
     }
@@ -346,12 +353,7 @@ int strata_router_topk(const float *logits, int64_t tokens, int64_t experts, int
             int group = tokens - t < 8 ? (int)(tokens - t) : 8;
             unsigned left = route8(logits + t * experts, group, experts, k, ids + t * k,
                                    weights + t * k);
-            for (int u = 0; u < group; u++) {
-                if (!(left >> u & 1)) continue;
-                item best[ROUTER_FAST_MAX_K];
-                route_portable(logits + (t + u) * experts, experts, k, best);
-                softmax_weights(best, k, ids + (t + u) * k, weights + (t + u) * k);
-            }
+            route_left(logits, t, group, left, experts, k, ids, weights);
         }
         return STRATA_OK;
     }
