@@ -1,5 +1,8 @@
 """The run config: strata.toml and the engine's server JSON, their errors, atomic writes."""
 
+import subprocess
+import sys
+
 import pytest
 
 from strata_core.errors import StrataError
@@ -119,6 +122,17 @@ def test_server_json_reads_its_keys_and_leaves_the_engines_alone(tmp_path):
             '{\n  "env": {\n    "STRATA_X": [1]\n  }\n}\n',
             "bad.json:3: env.STRATA_X: expected a string, got [1]",
         ),
+        (
+            "bad.toml",
+            "[env.'quoted']\nX = 1\n",
+            "bad.toml:1: env.quoted: expected a string, got {'X': 1}",
+        ),
+        (
+            "bad.toml",
+            f"gpu = [{', '.join(['1'] * 100)}, -1]\n",
+            'bad.toml:1: gpu: expected a HIP number, a list of them or "all", got '
+            "[1, 1, 1, 1, 1, 1, ...]",
+        ),
     ],
 )
 def test_malformed_configs_name_the_file_the_line_and_the_key(tmp_path, name, text, message):
@@ -132,3 +146,19 @@ def test_malformed_configs_name_the_file_the_line_and_the_key(tmp_path, name, te
 def test_unreadable_config(tmp_path):
     with pytest.raises(StrataError, match=r"missing.toml: cannot read the run config"):
         config.load(tmp_path / "missing.toml")
+
+
+def test_a_run_config_from_a_pipe_is_read_only_to_1_mib(env):
+    plan = ("plan", "--device", "gfx1201", "--config", "/dev/stdin")
+    result = subprocess.run(
+        [sys.executable, "-m", "strata_core", *plan],
+        env=env,
+        input="#" + "x" * (1 << 20) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "strata-core: error: /dev/stdin: more than 1 MiB; a run config is at most 1 MiB"
+    ]
