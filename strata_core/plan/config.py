@@ -19,7 +19,8 @@ from ..answer_cache import Recorder
 from ..digits import is_digits
 from ..errors import StrataError
 from . import documents
-from .toml_keys import line_keys, quoted
+from .exec_strings import argument_problem, program_problem, variable_problem
+from .toml_keys import line_keys, quoted, spelled
 
 if TYPE_CHECKING:
     import cattrs
@@ -207,6 +208,11 @@ def _structure(raw: dict[str, Any], path: Path, text: str, forbid_extra_keys: bo
             if problem:
                 line = _line_of(text, ["gpu_roles", key], json_syntax=path.suffix == ".json")
                 raise StrataError(f"{path}:{line or 1}: gpu_roles.{key}: {problem}")
+        refused = _exec_problem(config)
+        if refused:
+            keys, key, problem = refused
+            line = _line_of(text, keys, json_syntax=path.suffix == ".json")
+            raise StrataError(f"{path}{f':{line}' if line else ''}: {key}: {problem}")
         return config
     except cattrs.BaseValidationError as exc:
         first = cattrs.transform_error(exc, path="", format_exception=_describe)[0]
@@ -220,6 +226,23 @@ def _structure(raw: dict[str, Any], path: Path, text: str, forbid_extra_keys: bo
         line = _line_of(text, keys, json_syntax=path.suffix == ".json")
         key = ".".join(keys) or "(top level)"
         raise StrataError(f"{path}:{line or 1}: {key}: {message}") from None
+
+
+def _exec_problem(config: RunConfig) -> tuple[list[str], str, str] | None:
+    """The first of the config's strings that exec cannot carry to the engine (its env, exe
+    and args): the keys that find its line, the key a message names, and why."""
+    for name, value in config.env.items():
+        problem = variable_problem(name, value)
+        if problem:
+            return ["env", name], spelled(["env", name]), problem
+    problem = program_problem(config.exe) if config.exe is not None else None
+    if problem:
+        return ["exe"], "exe", problem
+    for at, arg in enumerate(config.args):
+        problem = argument_problem(arg)
+        if problem:
+            return ["args"], f"args[{at}]", problem
+    return None
 
 
 def _describe(exc: BaseException, type_: Any) -> str:
