@@ -1,6 +1,10 @@
 """The run config: strata.toml and the engine's server JSON, their errors, atomic writes."""
 
+import subprocess
+import sys
+
 import pytest
+from cli_runner import strata_core
 
 from strata_core.errors import StrataError
 from strata_core.plan import config
@@ -119,6 +123,27 @@ def test_server_json_reads_its_keys_and_leaves_the_engines_alone(tmp_path):
             '{\n  "env": {\n    "STRATA_X": [1]\n  }\n}\n',
             "bad.json:3: env.STRATA_X: expected a string, got [1]",
         ),
+        (
+            "bad.toml",
+            'exe = "x"\n\n[env]\n"A.B" = "1"\n\n"C=D" = "1"\n',
+            "bad.toml:6: env.\"C=D\": a variable's name cannot hold '='",
+        ),
+        (
+            "bad.toml",
+            "[env.'quoted']\nX = 1\n",
+            "bad.toml:1: env.quoted: expected a string, got {'X': 1}",
+        ),
+        (
+            "bad.json",
+            '{\n  "env": {\n    "A": "1",\n    "\\u0000": "1"\n  }\n}\n',
+            'bad.json:4: env."\\u0000": the name holds a NUL character',
+        ),
+        (
+            "bad.toml",
+            f"gpu = [{', '.join(['1'] * 100)}, -1]\n",
+            'bad.toml:1: gpu: expected a HIP number, a list of them or "all", got '
+            "[1, 1, 1, 1, 1, 1, ...]",
+        ),
     ],
 )
 def test_malformed_configs_name_the_file_the_line_and_the_key(tmp_path, name, text, message):
@@ -132,3 +157,34 @@ def test_malformed_configs_name_the_file_the_line_and_the_key(tmp_path, name, te
 def test_unreadable_config(tmp_path):
     with pytest.raises(StrataError, match=r"missing.toml: cannot read the run config"):
         config.load(tmp_path / "missing.toml")
+
+
+@pytest.mark.parametrize(("length", "status"), [(131_065, 0), (131_066, 2)])
+def test_a_variable_is_at_most_what_linux_passes_in_one(env, tmp_path, length, status):
+    """HSA_X=VALUE and its NUL: 131,072 bytes start the engine; a byte more is refused before."""
+    config = write(tmp_path, "strata.toml", f'[env]\nHSA_X = "{"x" * length}"\n')
+    result = strata_core(
+        "run", "--sysfs", str(tmp_path), "--config", str(config), "--", "true", env=env, check=False
+    )
+    assert result.returncode == status, result.stderr
+    if status:
+        assert result.stderr.splitlines()[-1] == (
+            f"strata-core: error: {config}:2: env.HSA_X: 131,073 bytes; Linux passes at most "
+            "131,072 in a variable, with its name"
+        )
+
+
+def test_a_run_config_from_a_pipe_is_read_only_to_1_mib(env):
+    plan = ("plan", "--device", "gfx1201", "--config", "/dev/stdin")
+    result = subprocess.run(
+        [sys.executable, "-m", "strata_core", *plan],
+        env=env,
+        input="#" + "x" * (1 << 20) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "strata-core: error: /dev/stdin: more than 1 MiB; a run config is at most 1 MiB"
+    ]

@@ -11,6 +11,7 @@ import pytest
 from cli_runner import strata_core
 
 from strata_core import launcher
+from strata_core.cli.engine_start import start_engine
 from strata_core.testing.sysfs import R9700, RADEON_780M, RX_7900_XTX, write_nvidia_gpu, write_sysfs
 
 #: prints its arguments and the environment it got (its pid into PID_FILE), then sleeps,
@@ -105,6 +106,80 @@ def test_an_engine_that_cannot_start(env, tmp_path, make, status, why):
     assert result.stderr.splitlines()[-1] == (
         f"strata-core: error: cannot start the engine {engine}: {why}"
     )
+
+
+def ignore_sighup_and_block_sigusr1() -> None:
+    """Start a process as `nohup` would (SIGHUP ignored), with SIGUSR1 blocked."""
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+
+
+def signal_masks(status: str) -> dict[str, int]:
+    """The ignored and the blocked signals of a /proc/PID/status, as bit masks."""
+    fields = dict(line.split(":\t") for line in status.splitlines())
+    return {name: int(fields[name], 16) for name in ("SigIgn", "SigBlk")}
+
+
+def test_the_engine_finds_the_signals_a_shell_would_give_it(env, tmp_path):
+    """Python ignores SIGPIPE and SIGXFSZ as it starts, and strata ignores SIGXFSZ: the
+    engine finds them at their default, a signal ignored by whoever started strata-core still
+    ignored (SIGHUP under nohup), and no signal blocked."""
+    engine = tmp_path / "engine"
+    engine.write_text("#!/bin/sh\nexec cat /proc/self/status\n")
+    engine.chmod(0o755)
+    started = dict(
+        capture_output=True, text=True, timeout=120, preexec_fn=ignore_sighup_and_block_sigusr1
+    )
+    direct = subprocess.run([str(engine)], env=env, **started)
+    through = subprocess.run(
+        [sys.executable, "-m", "strata_core", "run", "--sysfs", str(tmp_path), "--", str(engine)],
+        env=env,
+        **started,
+    )
+    assert through.returncode == 0, through.stderr
+    shell, engine_got = signal_masks(direct.stdout), signal_masks(through.stdout)
+    assert shell["SigIgn"] & 1 << (signal.SIGHUP - 1)
+    assert shell["SigBlk"] & 1 << (signal.SIGUSR1 - 1)
+    assert engine_got == {"SigIgn": shell["SigIgn"], "SigBlk": 0}
+
+
+def test_an_engine_writing_to_a_closed_pipe_ends_as_from_a_shell(env, tmp_path):
+    """`run -- yes | head -1` as bash's `yes | head -1`: yes dies of SIGPIPE (bash says 141),
+    and says nothing of a broken pipe."""
+    said = 'echo "exit statuses ${PIPESTATUS[*]}"'
+    strata = f"{sys.executable} -m strata_core run --sysfs {tmp_path} -- yes"
+    direct, through = (
+        subprocess.run(
+            ["bash", "-c", f"{yes} | head -1; {said}"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        for yes in ("yes", strata)
+    )
+    assert direct.stdout == "y\nexit statuses 141 0\n"
+    assert through.stdout == direct.stdout
+    assert "Broken pipe" not in through.stderr
+
+
+def test_an_engine_that_cannot_start_leaves_strata_cores_signals_as_they_were(tmp_path):
+    """The dispositions and the mask put aside for the exec are put back when it fails, so
+    strata-core says why as it would have (a closed stderr is no SIGPIPE)."""
+
+    class Planned:
+        engine_args = staticmethod(list)
+        engine_env = staticmethod(dict)
+
+    ignored = signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+    try:
+        assert start_engine(Planned(), {}, [str(tmp_path / "missing")]) == 127
+        assert signal.getsignal(signal.SIGPIPE) == signal.SIG_IGN
+        assert signal.SIGUSR1 in signal.pthread_sigmask(signal.SIG_BLOCK, ())
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        signal.signal(signal.SIGPIPE, ignored)
 
 
 def test_no_host_backend_line_before_an_engine(env, tmp_path, engine):

@@ -163,7 +163,8 @@ def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) ->
         if word is None and not as_json:
             sys.stderr.write(f"{parser.format_usage()}Run '{PROG} help' for the commands.\n")
         return status
-    # a write past the file size limit fails with EFBIG (one line) instead of killing us
+    # a write past the file size limit fails with EFBIG (one line) instead of killing us; the
+    # engine finds it at its default again (cli/engine_start.py)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     if env.get("STRATA_CACHE", "1") not in ("0", "1"):
         log.warning(

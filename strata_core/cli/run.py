@@ -6,16 +6,17 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import log, people
 from ..answer_cache import Recorder
 from ..errors import StrataError
 from ..plan.pipeline import PlanOutcome, make_plan
-from ..plan.plan import HOST, Plan
+from ..plan.plan import HOST
 from ..plan.resolve import without_flags
 from .answers import dumps, kernel_dicts, run_answer
+from .engine_start import start_engine
 from .options import detection_options, ignored_planning_options, planning_options, positive_int
 from .report import warn
 from .request import plan_request
@@ -71,24 +72,6 @@ def config_engine(outcome: PlanOutcome) -> list[str]:
         exe = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(where)), exe))
     decided = {arg for arg in outcome.plan.engine_args() if arg.startswith("--")}
     return [exe, *without_flags(config.args, decided)]
-
-
-def start_engine(plan: Plan, env: Mapping[str, str], engine: Sequence[str]) -> int:
-    """Become the engine, with the resolved environment and arguments (exec: signals reach it
-    and nothing is left behind). Only a failure to start returns: 127 when the engine is not
-    found, 126 when it cannot be executed."""
-    command = [*engine, *plan.engine_args()]
-    sys.stdout.flush()
-    sys.stderr.flush()
-    try:
-        os.execvpe(command[0], command, dict(env) | plan.engine_env())
-    except FileNotFoundError:
-        log.error(f"cannot start the engine {engine[0]}: not found")
-        return 127
-    except OSError as exc:
-        why = exc.strerror or exc
-        log.error(f"cannot start the engine {engine[0]}: {why}")
-        return 126
 
 
 def report_run(outcome: PlanOutcome, as_json: bool) -> int:

@@ -61,8 +61,8 @@ def run_switch_trials(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     workload = profile.load(args.profile)
     context = RunContext(os=args.os or this_os(), kv_streaming=args.kv_streaming)
     path = run_config.find(args.config, env) or Path("strata.toml")
-    if path.is_file():
-        run_config.load(path)  # a malformed config is refused before anything is measured
+    if path.exists():  # refused as plan refuses it (a folder, a malformed config) before measuring
+        run_config.load(path)
     host = host_run(args, env, path if path.is_file() else None)
     bench = HostTrialBench(host.isa, context, workload)
     log.info(

@@ -10,7 +10,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +156,7 @@ def tune_host(
     from ..host.tuning import calibrate_host, measured_threads, tunable_for
 
     tunable = tunable_for(cases, tokens)
+    refuse_cases_past_memory(tunable.shapes)
     target = table_target(args.output, env, HOST.file_name(tunable.arch, tunable.version))
     log.info(
         f"tune: host backend, {tunable.arch}, {tunable.version}: "
@@ -165,6 +166,24 @@ def tune_host(
     log.info(f"tune: host threads: {threads.summary()} ({threads.reason})")
     table = calibrate_host(tunable, threads, args.repeats, min_gain, progress_line)
     return write_table(target, render(table), "", names_a_folder(args.output))
+
+
+def refuse_cases_past_memory(cases: Sequence[tuple[Any, ...]]) -> None:
+    """Refuse, before anything is drawn, a case (T, op, N, K, dtype) whose arrays would not
+    fit in this machine's memory (as a profile's workload is refused)."""
+    from ..answer_cache import Recorder
+    from ..host.tuning import case_bytes
+    from ..plan.context import ram_bytes
+    from ..plan.profile import GIB
+
+    ram = ram_bytes(Recorder())
+    for case in cases:
+        need = case_bytes(case)
+        if ram is not None and need > ram:
+            raise StrataError(
+                f"tune: the case {','.join(map(str, case))} takes about {need / GIB:,.0f} GiB "
+                f"of memory, more than this machine's {ram / GIB:.1f} GiB"
+            )
 
 
 def progress_line(line: str) -> None:
@@ -194,6 +213,7 @@ def tune_card(
     from ..run import calibrate_card, card_calibration
 
     calibration = card_calibration(plan, cases, tokens, env)
+    refuse_cases_past_memory(calibration.cases)
     target = table_target(args.output, env, calibration.file_name)
     text = calibrate_card(calibration, args.repeats, min_gain, progress_line)
     library = calibration.library

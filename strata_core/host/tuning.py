@@ -33,22 +33,33 @@ def cases_for(
     return [(t, op, n, k, dtype) for op, n, k in shapes for t in tokens]
 
 
+def case_bytes(case: tuple[Any, ...]) -> int:
+    """About the host memory that one case (T, op, N, K, dtype) of a calibration takes, on the
+    host backend or in a card's child: X and W drawn in FP32 (and for f16 their FP16 copies),
+    W transposed, and two results in FP32."""
+    t, _, n, k, dtype = case
+    fp16_copies = 2 * (t * k + k * n) if dtype == "f16" else 0
+    size: int = 4 * (t * k + 2 * k * n + 2 * t * n) + fp16_copies
+    return size
+
+
 class HostGemmTunable:
     """The host backend's prompt GEMM as calibration measures it (a Tunable): each case's
-    inputs drawn from ``seed``, every solution of PromptGemm timed by the wall clock."""
+    inputs drawn from ``seed``, every solution of PromptGemm timed by the wall clock;
+    ``shapes``: the cases (T, op, N, K, dtype)."""
 
     kind = HOST
 
     def __init__(self, cases: Sequence[tuple[Any, ...]], seed: int = 0) -> None:
         self.arch = isa_level()
         self.version = blas_version()
-        self._cases = list(cases)
+        self.shapes = tuple(cases)
         self._seed = seed
 
     def cases(self) -> list[Case]:
         return [
             Case((t, n, k, dtype, op), 2.0 * t * n * k, f"T={t} {op} {n}x{k} {dtype}")
-            for t, op, n, k, dtype in self._cases
+            for t, op, n, k, dtype in self.shapes
         ]
 
     def candidates(self, case: Case) -> list[str]:

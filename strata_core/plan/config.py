@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import reprlib
 import stat
 import tomllib
 from collections.abc import Mapping
@@ -17,6 +18,9 @@ import attrs
 from ..answer_cache import Recorder
 from ..digits import is_digits
 from ..errors import StrataError
+from . import documents
+from .exec_strings import argument_problem, program_problem, variable_problem
+from .toml_keys import line_keys, quoted, spelled
 
 if TYPE_CHECKING:
     import cattrs
@@ -52,12 +56,19 @@ class _BadValue(ValueError):
     """A value of the right shape but the wrong kind; its text is the whole message."""
 
 
+def _shown(value: Any) -> str:
+    """A value as a message shows it: its repr, cut short where it is long."""
+    shortened = reprlib.Repr()
+    shortened.maxstring = shortened.maxother = 80
+    return shortened.repr(value)
+
+
 def _role_problem(key: str, role: str) -> str | None:
     """What is wrong with one [gpu_roles] entry: HIP numbers (as keys) to main or helper."""
     if not is_digits(key):
-        return f"{key!r} is not a HIP number"
+        return f"{_shown(key)} is not a HIP number"
     if role not in ("main", "helper"):
-        return f"expected main or helper, got {role!r}"
+        return f"expected main or helper, got {_shown(role)}"
     return None
 
 
@@ -66,19 +77,19 @@ def _strict_str(value: Any, _type: type) -> str:
         return value
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    raise _BadValue(f"expected a string, got {value!r}")
+    raise _BadValue(f"expected a string, got {_shown(value)}")
 
 
 def _strict_bool(value: Any, _type: type) -> bool | None:
     if value is None or isinstance(value, bool):
         return value
-    raise _BadValue(f"expected true or false, got {value!r}")
+    raise _BadValue(f"expected true or false, got {_shown(value)}")
 
 
 def _strings(value: Any, _type: type) -> tuple[str, ...]:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
-    raise _BadValue(f"expected a list of strings, got {value!r}")
+    raise _BadValue(f"expected a list of strings, got {_shown(value)}")
 
 
 def _gpu(value: Any, _type: type) -> int | tuple[int, ...] | str | None:
@@ -94,13 +105,13 @@ def _gpu(value: Any, _type: type) -> int | tuple[int, ...] | str | None:
         if len(set(value)) != len(value):
             raise _BadValue("each HIP number once")
         return tuple(value)
-    raise _BadValue(f'expected a HIP number, a list of them or "all", got {value!r}')
+    raise _BadValue(f'expected a HIP number, a list of them or "all", got {_shown(value)}')
 
 
 def _hip_number(value: Any, _type: type) -> int | None:
     if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
         return value
-    raise _BadValue(f"expected a HIP number, got {value!r}")
+    raise _BadValue(f"expected a HIP number, got {_shown(value)}")
 
 
 def _converter(forbid_extra_keys: bool) -> cattrs.Converter:
@@ -137,11 +148,13 @@ def find_and_load(
 
 def _read(path: Path, recorder: Recorder) -> str:
     """The config's text; a pipe (``--config /dev/stdin``, ``--config <(...)``) is read as it
-    is, once, and the answer depends on what it held, so it is not cached."""
+    is, once, up to a character past the most a config holds, and the answer depends on what
+    it held, so it is not cached. A file larger than that is refused unread."""
     if stat.S_ISFIFO(os.stat(path).st_mode):
         recorder.refuse(f"the run config {path} is a pipe")
         with open(path, encoding="utf-8") as handle:
-            return handle.read()
+            return handle.read(documents.MAX_BYTES + 1)
+    documents.check_size(path, "run config")
     return recorder.read_text(path.resolve())
 
 
@@ -153,6 +166,7 @@ def load(path: Path, recorder: Recorder | None = None) -> RunConfig:
         raise StrataError(f"{path}: cannot read the run config ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
         raise StrataError(f"{path}: not UTF-8 text (byte {exc.start}); not a run config") from None
+    documents.check(path, text, path.suffix == ".json", "run config")
     if path.suffix == ".json":
         return _load_server_json(path, text)
     try:
@@ -194,6 +208,11 @@ def _structure(raw: dict[str, Any], path: Path, text: str, forbid_extra_keys: bo
             if problem:
                 line = _line_of(text, ["gpu_roles", key], json_syntax=path.suffix == ".json")
                 raise StrataError(f"{path}:{line or 1}: gpu_roles.{key}: {problem}")
+        refused = _exec_problem(config)
+        if refused:
+            keys, key, problem = refused
+            line = _line_of(text, keys, json_syntax=path.suffix == ".json")
+            raise StrataError(f"{path}{f':{line}' if line else ''}: {key}: {problem}")
         return config
     except cattrs.BaseValidationError as exc:
         first = cattrs.transform_error(exc, path="", format_exception=_describe)[0]
@@ -207,6 +226,23 @@ def _structure(raw: dict[str, Any], path: Path, text: str, forbid_extra_keys: bo
         line = _line_of(text, keys, json_syntax=path.suffix == ".json")
         key = ".".join(keys) or "(top level)"
         raise StrataError(f"{path}:{line or 1}: {key}: {message}") from None
+
+
+def _exec_problem(config: RunConfig) -> tuple[list[str], str, str] | None:
+    """The first of the config's strings that exec cannot carry to the engine (its env, exe
+    and args): the keys that find its line, the key a message names, and why."""
+    for name, value in config.env.items():
+        problem = variable_problem(name, value)
+        if problem:
+            return ["env", name], spelled(["env", name]), problem
+    problem = program_problem(config.exe) if config.exe is not None else None
+    if problem:
+        return ["exe"], "exe", problem
+    for at, arg in enumerate(config.args):
+        problem = argument_problem(arg)
+        if problem:
+            return ["args"], f"args[{at}]", problem
+    return None
 
 
 def _describe(exc: BaseException, type_: Any) -> str:
@@ -225,23 +261,24 @@ def _line_of(text: str, keys: list[str], json_syntax: bool) -> int | None:
     names = [k for k in keys if not is_digits(k)]
     if not names:
         return None
+    lines = text.splitlines()
     if json_syntax:
+        spellings = {f'"{names[-1]}"', quoted(names[-1])}
         return next(
-            (n for n, line in enumerate(text.splitlines(), 1) if f'"{names[-1]}"' in line), None
+            (n for n, line in enumerate(lines, 1) if any(s in line for s in spellings)), None
         )
     table: list[str] = []
-    for n, line in enumerate(text.splitlines(), 1):
-        stripped = line.strip()
-        if stripped.startswith("[") and not stripped.startswith("[["):
-            table = [p.strip().strip('"') for p in stripped.strip("[]").split(".")]
+    for n, line in enumerate(lines, 1):
+        named = line_keys(line)
+        if named is None:
+            continue
+        is_header, found = named
+        if is_header:
+            table = found
             if table == names:
                 return n
-            continue
-        key, eq, _ = stripped.partition("=")
-        if eq and not stripped.startswith("#"):
-            full = table + [p.strip().strip('"') for p in key.split(".")]
-            if names[: len(full)] == full:
-                return n
+        elif names[: len(table + found)] == table + found:
+            return n
     return None
 
 

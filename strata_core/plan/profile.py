@@ -11,6 +11,7 @@ import attrs
 from ..answer_cache import Recorder
 from ..api.records import Workload
 from ..errors import StrataError
+from . import documents
 from .context import ram_bytes
 
 SHIPPED_DIR = Path(__file__).resolve().parent.parent / "profiles"
@@ -61,7 +62,10 @@ def _structure(raw: dict[str, Any], path: Path) -> Workload:
 def load(path: Path | None = None, recorder: Recorder | None = None) -> Workload:
     path = path or DEFAULT
     try:
-        raw = tomllib.loads((recorder or Recorder()).read_text(path.resolve()))
+        documents.check_size(path, "profile")
+        text = (recorder or Recorder()).read_text(path.resolve())
+        documents.check(path, text, False, "profile")
+        raw = tomllib.loads(text)
     except OSError as exc:
         raise StrataError(
             f"{path}: cannot read the profile ({exc.strerror or exc}){shipped_hint(path)}"
