@@ -41,11 +41,11 @@ INTRO = """\
 # Measured results
 
 This page and its plots are drawn by `bench/results_page.py` from the JSON files in
-[`{plots}/`]({plots}/), which `bench/host_kernels.py --json FILE` and
-`bench/gpu_kernels.py --json FILE` write (`scripts/nvidia-gpu.sh run` writes both on a card's
-machine, `kernels` the card's). Do not edit it: run a bench with `--json
-docs/results/NAME.json`, then `uv run python bench/results_page.py`. Each machine shows its
-latest run of each bench.
+[`{plots}/`]({plots}/), which `bench/host_kernels.py --json FILE`,
+`bench/gpu_kernels.py --json FILE` and `bench/gpu_step.py --json FILE` write
+(`scripts/nvidia-gpu.sh run` writes them on a card's machine, `kernels` the card's). Do not
+edit it: run a bench with `--json docs/results/NAME.json`, then
+`uv run python bench/results_page.py`. Each machine shows its latest run of each bench.
 
 A kernel's *share of read* is the rate at which it goes through the bytes it reads, as a share
 of the read rate measured in the same run: on a CPU the host library reading 1 GiB of DRAM, on

@@ -23,8 +23,8 @@
 #                                   cuBLASLt: STRATA_CUBLASLT_LIBRARY, else PyTorch's copy,
 #                                   else the loader's.
 #   scripts/nvidia-gpu.sh kernels   on the GPU machine: the same install, then only
-#                                   bench/gpu_kernels.py and strata-core run
-#                                   with each shipped profile
+#                                   bench/gpu_step.py, bench/gpu_kernels.py and strata-core
+#                                   run (text and --json) with each shipped profile
 #   scripts/nvidia-gpu.sh ab [PART ...]
 #                                   on the GPU machine: the same install, and dist-base/'s
 #                                   beside it, then bench/gpu_kernels.py (--only PART ...) on
@@ -89,10 +89,13 @@ run | kernels | ab)
         exit 0
     fi
     if [ "$1" = kernels ]; then
+        python3 "$repo/bench/gpu_step.py" --json "$out/gpu_step.json" "${commit[@]}" |
+            tee "$out/step.txt"
         python3 "$repo/bench/gpu_kernels.py" --json "$out/gpu_kernels.json" "${commit[@]}" |
             tee "$out/bench.txt"
-        for profile in small-moe deep-context deep-context-k2048 large-moe; do
+        for profile in small-moe deep-context deep-context-k2048 large-moe dense-8b; do
             strata-core run --profile $profile | tee "$out/run-$profile.txt"
+            strata-core run --json --profile $profile > "$out/run-$profile.json"
         done
         exit 0
     fi

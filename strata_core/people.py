@@ -162,6 +162,19 @@ def duration(seconds: float) -> str:
     return f"{value:.{digits}f} {unit}"
 
 
+#: decimal byte units, largest first, with the bytes each is worth
+_SIZE_UNITS = ((1e9, "GB"), (1e6, "MB"), (1e3, "KB"))
+
+
+def decimal_size(nbytes: float) -> str:
+    """A size in the decimal unit a rate in GB/s reads beside: 7.43 GB, 17.8 MB, 512 B."""
+    for scale, unit in _SIZE_UNITS:
+        if nbytes >= scale:
+            value = nbytes / scale
+            return f"{value:.{2 if value < 10 else 1 if value < 100 else 0}f} {unit}"
+    return f"{nbytes:.0f} B"
+
+
 def counted(number: int, noun: str, plural: str | None = None) -> str:
     """``1 thread``, ``2 threads``: a count with its noun agreeing (``plural`` where it is
     not the noun and an s)."""

@@ -176,7 +176,7 @@ def test_a_run_uploads_its_weights_once_and_each_call_its_activations(
         kernels, gemm, workload.wall_clock, inputs, choices, TunedDispatch(None, "strata GEMM")
     )
     kernels.close()
-    for weights in (inputs.qs, inputs.d, inputs.expert_qs, inputs.expert_d, gemm.wt):
+    for weights in (*inputs.dense[0], inputs.expert_qs, inputs.expert_d, gemm.wt):
         assert sum(np.shares_memory(array, weights) for array in uploaded) == 1
     matvec_calls = sum(call.op == "matvec_q8_0" for call in inputs.calls)
     assert matvec_calls > 1 and sum(call.op == "expert_matvec_q8_0" for call in inputs.calls) > 1

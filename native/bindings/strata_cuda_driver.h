@@ -1,8 +1,8 @@
 /* The part of the CUDA driver API (cuda.h) that strata calls through cffi in ABI mode: the
  * driver's version, device queries, the primary context, module load from PTX and function
- * lookup, launch, memory, streams, events and errors. Only the ABI matters here: the handles
- * are opaque pointers, CUresult an int and CUdeviceptr a 64-bit integer. The _v2 names are
- * the symbols libcuda.so.1 exports for the 64-bit API. */
+ * lookup, launch, memory, streams, events, graphs captured from a stream, and errors. Only
+ * the ABI matters here: the handles are opaque pointers, CUresult an int and CUdeviceptr a
+ * 64-bit integer. The _v2 names are the symbols libcuda.so.1 exports for the 64-bit API. */
 #ifndef STRATA_CUDA_DRIVER_H
 #define STRATA_CUDA_DRIVER_H
 
@@ -16,6 +16,8 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
 
 #define CUDA_SUCCESS 0
 #define CUDA_ERROR_NO_DEVICE 100
@@ -55,5 +57,13 @@ CUresult cuEventCreate(CUevent *event, unsigned int flags);
 CUresult cuEventDestroy_v2(CUevent event);
 CUresult cuEventRecord(CUevent event, CUstream stream);
 CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent stop);
+
+#define CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
+CUresult cuStreamBeginCapture_v2(CUstream stream, int mode);
+CUresult cuStreamEndCapture(CUstream stream, CUgraph *graph);
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned long long flags);
+CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream);
+CUresult cuGraphExecDestroy(CUgraphExec exec);
+CUresult cuGraphDestroy(CUgraph graph);
 
 #endif

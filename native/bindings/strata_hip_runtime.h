@@ -1,7 +1,8 @@
 /* The part of the HIP runtime API (hip_runtime_api.h) that strata calls through cffi in ABI
- * mode: device queries, module load and function lookup, launch, memory, streams, events and
- * errors. Only the ABI matters here: the handles are opaque pointers and hipError_t an int.
- * hipGetDevicePropertiesR0600 is HIP 6 and later; HIP 5 has only hipGetDeviceProperties. */
+ * mode: device queries, module load and function lookup, launch, memory, streams, events,
+ * graphs captured from a stream, and errors. Only the ABI matters here: the handles are
+ * opaque pointers and hipError_t an int. hipGetDevicePropertiesR0600 is HIP 6 and later;
+ * HIP 5 has only hipGetDeviceProperties. */
 #ifndef STRATA_HIP_RUNTIME_H
 #define STRATA_HIP_RUNTIME_H
 
@@ -12,6 +13,9 @@ typedef struct ihipModule_t *hipModule_t;
 typedef struct ihipModuleSymbol_t *hipFunction_t;
 typedef struct ihipStream_t *hipStream_t;
 typedef struct ihipEvent_t *hipEvent_t;
+typedef struct ihipGraph *hipGraph_t;
+typedef struct hipGraphExec *hipGraphExec_t;
+typedef struct hipGraphNode *hipGraphNode_t;
 
 hipError_t hipInit(unsigned int flags);
 hipError_t hipRuntimeGetVersion(int *runtimeVersion);
@@ -48,5 +52,14 @@ hipError_t hipEventCreate(hipEvent_t *event);
 hipError_t hipEventDestroy(hipEvent_t event);
 hipError_t hipEventRecord(hipEvent_t event, hipStream_t stream);
 hipError_t hipEventElapsedTime(float *ms, hipEvent_t start, hipEvent_t stop);
+
+#define hipStreamCaptureModeThreadLocal 1
+hipError_t hipStreamBeginCapture(hipStream_t stream, int mode);
+hipError_t hipStreamEndCapture(hipStream_t stream, hipGraph_t *graph);
+hipError_t hipGraphInstantiate(hipGraphExec_t *exec, hipGraph_t graph, hipGraphNode_t *error_node,
+                               char *log, size_t log_size);
+hipError_t hipGraphLaunch(hipGraphExec_t exec, hipStream_t stream);
+hipError_t hipGraphExecDestroy(hipGraphExec_t exec);
+hipError_t hipGraphDestroy(hipGraph_t graph);
 
 #endif

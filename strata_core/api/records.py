@@ -150,6 +150,16 @@ class Workload:
     decode_batch_tokens: int = 1
     #: the buffer a card's read bandwidth is measured on (the host reads 256 MiB)
     gpu_read_bytes: int = 1 << 30
+    #: a decoder layer's dense Q8_0 matrices (rows x cols), in the order a decode step runs
+    #: them; none: the one ffn x hidden matrix
+    dense: tuple[tuple[int, int], ...] = ()
+    #: the layers a decode step runs the dense matrices of, each with weights of its own
+    layers: int = 1
+
+    @property
+    def dense_shapes(self) -> tuple[tuple[int, int], ...]:
+        """The shapes of a layer's dense matrices."""
+        return self.dense or ((self.ffn, self.hidden),)
 
 
 @attrs.frozen

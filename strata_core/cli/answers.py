@@ -20,7 +20,7 @@ from ..plan.selection import Selection
 
 if TYPE_CHECKING:  # records of commands whose modules `plan` and `devices` do not load
     from ..host.threads import ThreadChoice
-    from ..run import GpuFacts, HostFacts, KernelReports, RunOutcome
+    from ..run import GpuFacts, HostFacts, KernelReports, RunOutcome, StepReport
     from ..run.workload import KernelReport
     from ..tuning.lookup import TuningDecision
     from .env_facts import EnvReport
@@ -297,6 +297,25 @@ def _facts_dict(facts: HostFacts | GpuFacts) -> Answer:
     }
 
 
+def step_dict(step: StepReport, read_gbs: float) -> Answer:
+    """The decode step a card replayed, as `run` shows it (times in ms; shares of the card's
+    read over the step's bytes; graph figures null where the runtime has no graphs)."""
+
+    def share(seconds: float | None) -> float | None:
+        return None if seconds is None else step.share_of_read(seconds, read_gbs)
+
+    return {
+        "name": step.name,
+        "launches": step.launches,
+        "bytes_read": step.bytes_read,
+        "graph_ms": None if step.graph_s is None else step.graph_s * 1e3,
+        "graph_share_of_read": share(step.graph_s),
+        "queued_ms": step.queued_s * 1e3,
+        "queued_share_of_read": share(step.queued_s),
+        "graph_missing": step.graph_missing,
+    }
+
+
 def run_answer(
     outcome: RunOutcome, notes: Sequence[str], warnings: Sequence[str], log: Sequence[str]
 ) -> Answer:
@@ -307,6 +326,7 @@ def run_answer(
         "backend": outcome.backend,
         **_facts_dict(outcome.facts),
         "kernels": kernel_dicts(outcome.kernels),
+        "step": step_dict(outcome.step, outcome.kernels.read_gbs) if outcome.step else None,
         "notes": list(notes),
         "warnings": list(warnings),
         "log": list(log),

@@ -22,7 +22,7 @@ from .report import warn
 from .request import plan_request
 
 if TYPE_CHECKING:
-    from ..run import RunOutcome
+    from ..run import RunOutcome, StepReport
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -93,11 +93,29 @@ def report_run(outcome: PlanOutcome, as_json: bool) -> int:
         return 0
     columns = people.width()
     memory = "DRAM" if ran.backend == HOST else "card"
+    read_gbs = ran.kernels.read_gbs
+    step = [] if ran.step is None else people.wrapped(step_line(ran.step, read_gbs), columns)
     people.show(
         [*people.wrapped(headline(ran), columns),
-         *kernel_table(kernel_dicts(ran.kernels), memory, columns)]
+         *kernel_table(kernel_dicts(ran.kernels), memory, columns), *step]
     )  # fmt: skip
     return 0
+
+
+def step_line(step: StepReport, read_gbs: float) -> str:
+    """The decode step on the card: replayed as a graph and as queued launches, each with its
+    share of the card's read over the step's bytes."""
+
+    def timed(seconds: float) -> str:
+        share = step.share_of_read(seconds, read_gbs)
+        return f"{people.duration(seconds)} ({share:.0%} of the card's read)"
+
+    queued = f"{timed(step.queued_s)} as queued launches"
+    size = people.decimal_size(step.bytes_read)
+    head = f"{step.name} on the card: {step.launches} launches reading {size}"
+    if step.graph_s is None:
+        return f"{head}: {queued}; no graph replay: {step.graph_missing}"
+    return f"{head}: {timed(step.graph_s)} as a graph, {queued}"
 
 
 def headline(ran: RunOutcome) -> str:

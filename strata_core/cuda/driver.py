@@ -10,12 +10,17 @@ from typing import Any
 import numpy as np
 
 from ..errors import StrataError
-from ..gpu.runtime import Card
+from ..gpu.runtime import Card, missing_calls
 from ..library_search import candidates as library_candidates
 from ..library_search import load_first
 
 SONAMES = ("libcuda.so.1",)
 CU_LAUNCH_PARAM_END = 0x00
+#: the calls a stream's capture into a graph takes (CUDA 11.4 and later)
+GRAPH_CALLS = (
+    "cuStreamBeginCapture_v2", "cuStreamEndCapture", "cuGraphInstantiateWithFlags",
+    "cuGraphLaunch", "cuGraphExecDestroy", "cuGraphDestroy",
+)  # fmt: skip
 
 
 class CudaError(StrataError):
@@ -80,6 +85,7 @@ class CudaDriver:
         self.check(lib.cuInit(0), "cuInit")
         self.context: Any = None
         self.device: int | None = None
+        self.graphs_missing = missing_calls(lib, GRAPH_CALLS, path)
 
     def check(self, status: int, call: str) -> None:
         if status != self.lib.CUDA_SUCCESS:
@@ -199,3 +205,29 @@ class CudaDriver:
         ms = self.ffi.new("float *")
         self.check(self.lib.cuEventElapsedTime(ms, start, stop), "cuEventElapsedTime")
         return float(ms[0]) / 1e3
+
+    def begin_capture(self, stream: Any) -> None:
+        self.check(
+            self.lib.cuStreamBeginCapture_v2(stream, self.lib.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+            "cuStreamBeginCapture",
+        )
+
+    def end_capture(self, stream: Any) -> Any:
+        graph = self.ffi.new("CUgraph *")
+        self.check(self.lib.cuStreamEndCapture(stream, graph), "cuStreamEndCapture")
+        return graph[0]
+
+    def instantiate(self, graph: Any) -> Any:
+        executable = self.ffi.new("CUgraphExec *")
+        self.check(
+            self.lib.cuGraphInstantiateWithFlags(executable, graph, 0), "cuGraphInstantiate"
+        )
+        return executable[0]
+
+    def launch_graph(self, executable: Any, stream: Any) -> None:
+        self.check(self.lib.cuGraphLaunch(executable, stream), "cuGraphLaunch")
+
+    def destroy_graph(self, graph: Any, executable: Any) -> None:
+        if executable is not None:
+            self.check(self.lib.cuGraphExecDestroy(executable), "cuGraphExecDestroy")
+        self.check(self.lib.cuGraphDestroy(graph), "cuGraphDestroy")

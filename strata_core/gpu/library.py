@@ -21,6 +21,7 @@ from . import abi, code_object
 from ._abi_ffi import ffi as kernel_abi
 from .backends import read_code
 from .runtime import Card, GpuRuntime
+from .step_graph import RecordedStep
 
 ABI_VERSION = kernel_abi.integer_const("STRATA_KERNEL_ABI_VERSION")
 ROUTER_MAX_K = kernel_abi.integer_const("STRATA_ROUTER_MAX_K")
@@ -286,6 +287,8 @@ class GpuKernels:
         self.start, self.stop = runtime.event(), runtime.event()
         self.seconds = 0.0
         self._held: list[Any] = []
+        self._kept: dict[int, tuple[Any, OnCard]] = {}
+        self._step: RecordedStep | None = None
         self.hold: list[Callable[[], None]] = (
             [self._kernel(*self._read_launch(hold_bytes, self._held_buffer))] if hold_bytes else []
         )
@@ -297,12 +300,26 @@ class GpuKernels:
 
     def keep(self, array: Any) -> OnCard:
         """A copy of ``array`` on the card for every operation to read in its place (weights
-        that calls share), held until close."""
-        array = np.ascontiguousarray(array)
-        pointer = self._held_buffer(array.nbytes)
-        self.runtime.upload(pointer, array, self.stream)
+        that calls share), held until close; the same array kept again is the same copy."""
+        if id(array) in self._kept and self._kept[id(array)][0] is array:
+            return self._kept[id(array)][1]
+        contiguous = np.ascontiguousarray(array)
+        pointer = self._held_buffer(contiguous.nbytes)
+        self.runtime.upload(pointer, contiguous, self.stream)
         self.runtime.synchronize(self.stream)
-        return OnCard(pointer, array.shape, array.dtype, array.nbytes)
+        on_card = OnCard(pointer, contiguous.shape, contiguous.dtype, contiguous.nbytes)
+        self._kept[id(array)] = (array, on_card)
+        return on_card
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[RecordedStep]:
+        """The operations called in the body run once each and make up the step it gives
+        (strata_core.gpu.step_graph), their buffers held by the step until it closes."""
+        self._step = RecordedStep(self)
+        try:
+            yield self._step
+        finally:
+            self._step = None
 
     def close(self) -> None:
         """Release the stream, the events, the copies kept on the card and the module."""
@@ -315,7 +332,11 @@ class GpuKernels:
 
     @contextlib.contextmanager
     def _allocations(self) -> Iterator[Callable[[int], Any]]:
-        """``take(nbytes)`` gives a device buffer; all are freed on leaving."""
+        """``take(nbytes)`` gives a device buffer; all are freed on leaving (while a step is
+        recorded, when it closes)."""
+        if self._step is not None:
+            yield self._step.take
+            return
         taken: list[Any] = []
 
         def take(nbytes: int) -> Any:
@@ -352,6 +373,8 @@ class GpuKernels:
     def _timed(
         self, launches: Sequence[Callable[[], None]], downloads: list[tuple[np.ndarray, Any]]
     ) -> float:
+        if self._step is not None:
+            return self._step.add(launches, downloads)
         return statistics.median(
             self.launch_timed(launches, downloads) for _ in range(self.repeats)
         )
@@ -369,8 +392,11 @@ class GpuKernels:
         with self._allocations() as take:
             pointers = {name: take(array.nbytes) for name, array in outputs.items()}
             for name, array in inputs.items():
+                written = self._step.on_card(array) if self._step else None
                 if isinstance(array, OnCard):
                     pointers[name] = array.pointer
+                elif written is not None:
+                    pointers[name] = written
                 else:
                     pointers[name] = take(array.nbytes)
                     rt.upload(pointers[name], array, self.stream)

@@ -4,6 +4,7 @@ launcher (strata_core.gpu.library.GpuKernels) drives either through these calls.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -19,6 +20,13 @@ class Card:
     name: str
     gfx: str
     wave_size: int | None
+
+
+def missing_calls(lib: Any, calls: Sequence[str], path: str) -> str | None:
+    """What the library ``lib`` (loaded from ``path``) lacks of ``calls``, as a reason, or
+    None when it has them all."""
+    missing = [call for call in calls if not hasattr(lib, call)]
+    return f"{path} has no {', '.join(missing)}" if missing else None
 
 
 class GpuRuntime(Protocol):
@@ -50,3 +58,27 @@ class GpuRuntime(Protocol):
     def destroy_event(self, event: Any) -> None: ...
     def record(self, event: Any, stream: Any) -> None: ...
     def elapsed_s(self, start: Any, stop: Any) -> float: ...
+
+    #: why the runtime cannot capture a stream's launches as a graph (its library lacks the
+    #: calls), or None where it can
+    graphs_missing: str | None
+
+    def begin_capture(self, stream: Any) -> None:
+        """From now on the launches queued on ``stream`` by this thread are recorded, not run."""
+        ...
+
+    def end_capture(self, stream: Any) -> Any:
+        """The graph of what was recorded since begin_capture; the stream runs launches again."""
+        ...
+
+    def instantiate(self, graph: Any) -> Any:
+        """The graph made ready to launch (an executable graph)."""
+        ...
+
+    def launch_graph(self, executable: Any, stream: Any) -> None:
+        """Queue the graph's launches on ``stream``, in the order they were recorded."""
+        ...
+
+    def destroy_graph(self, graph: Any, executable: Any) -> None:
+        """Destroy the graph, and its executable where there is one (None: not made)."""
+        ...

@@ -9,10 +9,15 @@ from typing import Any
 import numpy as np
 
 from ..errors import StrataError
-from ..gpu.runtime import Card
+from ..gpu.runtime import Card, missing_calls
 from .binding import HIP_ERROR_NO_DEVICE, HIP_SUCCESS, device_facts, open_runtime
 
 HIP_LAUNCH_PARAM_END = 0x03
+#: the calls a stream's capture into a graph takes
+GRAPH_CALLS = (
+    "hipStreamBeginCapture", "hipStreamEndCapture", "hipGraphInstantiate", "hipGraphLaunch",
+    "hipGraphExecDestroy", "hipGraphDestroy",
+)  # fmt: skip
 
 
 class HipError(StrataError):
@@ -31,6 +36,7 @@ class HipRuntime:
         if lib is None or path is None:
             raise StrataError(f"no HIP runtime found (tried {', '.join(tried)})")
         self.lib, self.path = lib, path
+        self.graphs_missing = missing_calls(lib, GRAPH_CALLS, path)
 
     def check(self, status: int, call: str) -> None:
         if status != HIP_SUCCESS:
@@ -134,3 +140,28 @@ class HipRuntime:
         ms = self.ffi.new("float *")
         self.check(self.lib.hipEventElapsedTime(ms, start, stop), "hipEventElapsedTime")
         return float(ms[0]) / 1e3
+
+    def begin_capture(self, stream: Any) -> None:
+        self.check(
+            self.lib.hipStreamBeginCapture(stream, self.lib.hipStreamCaptureModeThreadLocal),
+            "hipStreamBeginCapture",
+        )
+
+    def end_capture(self, stream: Any) -> Any:
+        graph = self.ffi.new("hipGraph_t *")
+        self.check(self.lib.hipStreamEndCapture(stream, graph), "hipStreamEndCapture")
+        return graph[0]
+
+    def instantiate(self, graph: Any) -> Any:
+        executable = self.ffi.new("hipGraphExec_t *")
+        status = self.lib.hipGraphInstantiate(executable, graph, self.ffi.NULL, self.ffi.NULL, 0)
+        self.check(status, "hipGraphInstantiate")
+        return executable[0]
+
+    def launch_graph(self, executable: Any, stream: Any) -> None:
+        self.check(self.lib.hipGraphLaunch(executable, stream), "hipGraphLaunch")
+
+    def destroy_graph(self, graph: Any, executable: Any) -> None:
+        if executable is not None:
+            self.check(self.lib.hipGraphExecDestroy(executable), "hipGraphExecDestroy")
+        self.check(self.lib.hipGraphDestroy(graph), "hipGraphDestroy")

@@ -25,7 +25,10 @@ SHIPPED = {
     "deep-context": SHIPPED_DIR / "deep-context.toml",
     "deep-context-k2048": SHIPPED_DIR / "deep-context-k2048.toml",
     "large-moe": SHIPPED_DIR / "large-moe.toml",
+    "dense-8b": SHIPPED_DIR / "dense-8b.toml",
 }
+#: the counts a profile may set to 0: a dense model has no router and no experts
+MAY_BE_ZERO = frozenset({"experts", "experts_per_token"})
 
 
 def named(value: str) -> Path:
@@ -52,7 +55,7 @@ def _structure(raw: dict[str, Any], path: Path) -> Workload:
     if all(
         k in fields
         and type(v) is type(fields[k].default)
-        and not (isinstance(v, int) and v <= 0)
+        and not (isinstance(v, int) and v <= (-1 if k in MAY_BE_ZERO else 0))
         for k, v in raw.items()
     ):
         return Workload(**raw)
@@ -77,6 +80,8 @@ def load(path: Path | None = None, recorder: Recorder | None = None) -> Workload
     workload = _structure(raw, path)
     if workload.hidden % 32:
         raise StrataError(f"{path}: hidden must be a multiple of 32 (Q8_0 blocks)")
+    if (workload.experts == 0) != (workload.experts_per_token == 0):
+        raise StrataError(f"{path}: experts and experts_per_token are 0 together (no MoE) or not")
     if (
         workload.experts_per_token > workload.experts
         or workload.cells_kept > workload.context_cells
@@ -84,6 +89,8 @@ def load(path: Path | None = None, recorder: Recorder | None = None) -> Workload
         raise StrataError(
             f"{path}: experts_per_token and cells_kept must fit in experts and context_cells"
         )
+    if any(cols % 32 for _, cols in workload.dense):
+        raise StrataError(f"{path}: dense: each matrix's columns are a multiple of 32 (Q8_0)")
     need, ram = memory_bytes(workload), ram_bytes(recorder or Recorder())
     if ram is not None and need > ram:
         raise StrataError(
@@ -93,10 +100,11 @@ def load(path: Path | None = None, recorder: Recorder | None = None) -> Workload
     return workload
 
 
-def _positive_int(value: object, _: type) -> int:
+def _count(value: object, _: type) -> int:
+    """A count, 0 included (which fields may be 0 is checked after: MAY_BE_ZERO)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"expected an integer, got {value!r}")
-    if value <= 0:
+    if value < 0:
         raise ValueError(f"expected a positive integer, got {value!r}")
     return value
 
@@ -113,24 +121,32 @@ def _structure_strictly(raw: dict[str, Any], path: Path) -> Workload:
     import cattrs
 
     converter = cattrs.Converter(forbid_extra_keys=True)
-    converter.register_structure_hook(int, _positive_int)
+    converter.register_structure_hook(int, _count)
     converter.register_structure_hook(str, _text)
     try:
-        return converter.structure(raw, Workload)
+        workload = converter.structure(raw, Workload)
     except cattrs.ClassValidationError as exc:
         named, _ = exc.group_exceptions()
         for error, note in named:
             raise StrataError(f"{path}: {note.name}: {error}") from None
         first = cattrs.transform_error(exc, path="profile")[0]
         raise StrataError(f"{path}: {first}") from None
+    for name, value in attrs.asdict(workload).items():
+        if value == 0 and name not in MAY_BE_ZERO:
+            raise StrataError(f"{path}: {name}: expected a positive integer, got 0")
+    if any(0 in shape for shape in workload.dense):
+        raise StrataError(f"{path}: dense: expected positive rows and columns")
+    return workload
 
 
 def memory_bytes(w: Workload) -> int:
-    """About the host memory the workload's arrays take: the dense matrix (FP32, then Q8_0),
-    every expert's Q8_0 weights and the prompt GEMM's weights, the prompt's activations,
-    outputs and router logits, and the scores of the top-k."""
+    """About the host memory the workload's arrays take: every layer's dense Q8_0 matrices,
+    every expert's Q8_0 weights and the prompt GEMM's weights (FP32), the prompt's
+    activations, outputs and router logits, and the scores of the top-k."""
+    dense = w.layers * sum(rows * cols for rows, cols in w.dense_shapes)
     return (
-        9 * w.ffn * w.hidden
+        dense * 17 // 16
+        + 4 * w.ffn * w.hidden
         + w.experts * w.ffn * w.hidden * 17 // 16
         + 4 * w.prompt_tokens * (w.hidden + 2 * w.ffn + w.experts)
         + 4 * w.context_cells

@@ -4,7 +4,7 @@ runs in child processes (child_process starts them; gpu_child and card_tuning ar
 children)."""
 
 from .card_calibration import CardCalibration, calibrate_card, card_calibration
-from .outcome import GpuFacts, HostFacts, KernelReports, RunOutcome
+from .outcome import GpuFacts, HostFacts, KernelReports, RunOutcome, StepReport
 from .runner import run_workload
 
 __all__ = [
@@ -13,6 +13,7 @@ __all__ = [
     "HostFacts",
     "KernelReports",
     "RunOutcome",
+    "StepReport",
     "calibrate_card",
     "card_calibration",
     "run_workload",

@@ -15,7 +15,7 @@ import pickle
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -23,6 +23,12 @@ import numpy as np
 from ..api.records import KernelChoice, Workload
 from ..tuning.tables import Table
 from .gpu_backend import GpuCard
+
+if TYPE_CHECKING:
+    from ..gpu.library import GpuKernels
+    from ..gpu.step_graph import StepTimes
+    from ..tuning.dispatch import TunedDispatch
+    from .workload import Inputs
 
 JOB, RESULTS, ANSWER = "job.pickle", "results.npz", "answer.json"
 #: left in FOLDER once the runtime answered its first calls (the card is open)
@@ -74,11 +80,31 @@ def _progress(what: str, detail: str = "") -> None:
     print(detail or what, flush=True)
 
 
+def replayed_step(
+    kernels: GpuKernels,
+    gemm: Any,
+    step: Inputs,
+    choices: Mapping[str, KernelChoice],
+    dispatch: TunedDispatch,
+) -> StepTimes:
+    """The calls of ``step`` recorded on buffers kept on the card, then timed as queued
+    launches and as a graph (strata_core.gpu.step_graph)."""
+    from ..gpu.step_graph import time_step
+    from .workload import execute
+
+    with kernels.recording() as recorded:
+        try:
+            execute(kernels, gemm, lambda call: (call(), 0.0), step, choices, dispatch)
+            return time_step(recorded)
+        finally:
+            recorded.close()
+
+
 def run(folder: Path) -> dict[str, Any]:
     from ..errors import NoGpuRun, StrataError
     from ..tuning.dispatch import TunedDispatch
     from .gpu_backend import BlasPromptGemm, open_gpu, prompt_gemm
-    from .workload import execute, make_inputs, wall_clock
+    from .workload import execute, make_inputs, one_step, wall_clock
 
     job: GpuJob = pickle.loads((folder / JOB).read_bytes())
     try:
@@ -115,6 +141,8 @@ def run(folder: Path) -> dict[str, Any]:
     try:
         read_gbs = kernels.read_bandwidth(job.workload.gpu_read_bytes)
         results = execute(kernels, gemm, on_the_card, inputs, job.choices, dispatch, _progress)
+        _progress("replaying a decode step as a graph")
+        step = replayed_step(kernels, gemm, one_step(inputs), job.choices, dispatch)
     except StrataError as failed:
         return {"refused": str(failed), "said": said}
     finally:
@@ -132,6 +160,7 @@ def run(folder: Path) -> dict[str, Any]:
         "read_bandwidth_gbs": read_gbs,
         "seconds": [took for _, took in results],
         "call_seconds": call_seconds,
+        "step": attrs.asdict(step),
         "gemm": {"library": blas.library, "path": blas.path, "version": blas.version}
         if blas
         else None,

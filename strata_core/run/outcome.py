@@ -55,11 +55,31 @@ class KernelReports:
 
 
 @attrs.frozen
+class StepReport:
+    """A decode step on a card: its launches and the bytes its calls read, its GPU time as
+    queued launches and replayed as a graph (None where the runtime has no graphs:
+    ``graph_missing`` says why)."""
+
+    name: str
+    launches: int
+    bytes_read: int
+    queued_s: float
+    graph_s: float | None
+    graph_missing: str | None
+
+    def share_of_read(self, seconds: float, read_gbs: float) -> float:
+        """The step's read rate in ``seconds`` as a share of ``read_gbs``."""
+        return self.bytes_read / seconds / 1e9 / read_gbs
+
+
+@attrs.frozen
 class RunOutcome:
-    """What ran, the facts a report starts with, its kernels' reports and the notes said on
-    the way (a card that cannot run, the host table's start lines)."""
+    """What ran, the facts a report starts with, its kernels' reports, the decode step
+    replayed on a card (None on the host) and the notes said on the way (a card that cannot
+    run, the host table's start lines)."""
 
     backend: str
     facts: HostFacts | GpuFacts
     kernels: KernelReports
     said: tuple[str, ...] = ()
+    step: StepReport | None = None

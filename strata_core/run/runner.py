@@ -23,14 +23,16 @@ from ..plan.plan import HostRun, Plan, RunSettings
 from ..tuning.libraries import PATHS
 from .child_process import child_answer
 from .gpu_child import RESULTS, GpuJob, unflatten
-from .outcome import GpuFacts, HostFacts, KernelReports, RunOutcome
+from .outcome import GpuFacts, HostFacts, KernelReports, RunOutcome, StepReport
 from .settings import card_of, runtime_names, settings_of
 from .workload import (
+    REPLAYED_STEP,
     Progress,
     check,
     execute,
     make_inputs,
     read_bandwidth,
+    step_bytes,
     unseen,
     wall_clock,
 )
@@ -128,7 +130,12 @@ def _check_gpu(
         answer["gemm"],
         plan.tuning,
     )
-    return RunOutcome(plan.backend, facts, KernelReports(reports, facts.read_gbs))
+    step = StepReport(
+        REPLAYED_STEP,
+        bytes_read=step_bytes(inputs, results, REPLAYED_STEP),
+        **answer["step"],
+    )
+    return RunOutcome(plan.backend, facts, KernelReports(reports, facts.read_gbs), step=step)
 
 
 class HostReference:
@@ -164,7 +171,7 @@ def run_on_host(plan: Plan, note: Callable[[str], None], progress: Progress = un
     progress("drawing the workload's inputs")
     inputs = make_inputs(settings.workload)
     progress("measuring the DRAM read bandwidth")
-    read_gbs = read_bandwidth(lib.read_bytes, inputs.expert_qs)
+    read_gbs = read_bandwidth(lib.read_bytes, inputs.largest_weights())
     gemm = PromptGemm(inputs.w)
     results = execute(lib, gemm, wall_clock, inputs, host.kernels, dispatch, progress)
     progress("checking every result against numpy")

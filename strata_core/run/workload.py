@@ -95,19 +95,36 @@ class Gemm(GemmReference, Protocol):
     def table_key(self, tokens: int) -> tuple[Any, ...]: ...
 
 
+def report_kind(report: str) -> str:
+    """The REPORTS entry a report is one of: a dense matrix's own (``matvec_q8_0 6144x4096``,
+    where a layer has several) is a ``matvec_q8_0``."""
+    return report.split(" ", 1)[0]
+
+
+def matvec_reports(workload: Workload) -> list[str]:
+    """The report of each of a layer's dense matrices: ``matvec_q8_0`` where there is one,
+    else one a shape."""
+    shapes = workload.dense_shapes
+    if len(shapes) == 1:
+        return ["matvec_q8_0"]
+    return [f"matvec_q8_0 {rows}x{cols}" for rows, cols in shapes]
+
+
 @attrs.frozen
 class Call:
-    """One kernel call of the workload: its step, the report it counts in, its inputs. An
-    expert step's inputs are the tokens' activations; its ids are the result of the router
-    call before it (the chain of a MoE layer)."""
+    """One kernel call of the workload: its step, the report it counts in, its inputs and,
+    for a matvec, which dense matrix it reads. An expert step's inputs are the tokens'
+    activations; its ids are the result of the router call before it (the chain of a MoE
+    layer)."""
 
     step: str
     report: str
     inputs: tuple[Any, ...]
+    matrix: int = 0
 
     @property
     def op(self) -> str:
-        return REPORTS[self.report][0]
+        return REPORTS[report_kind(self.report)][0]
 
 
 @attrs.frozen
@@ -115,13 +132,18 @@ class Inputs:
     """The weights and every call of a run, made from the profile and the seed."""
 
     workload: Workload
-    qs: np.ndarray
-    d: np.ndarray
+    #: every layer's dense Q8_0 matrices (weights and scales), layer after layer
+    dense: tuple[tuple[np.ndarray, np.ndarray], ...]
     w: np.ndarray
     calls: tuple[Call, ...]
     #: every expert's Q8_0 weights (experts x ffn x hidden) and scales
     expert_qs: np.ndarray
     expert_d: np.ndarray
+
+    def largest_weights(self) -> np.ndarray:
+        """The largest weight array the run reads (what the host's read rate is taken on)."""
+        arrays = [qs for qs, _ in self.dense] + [self.expert_qs]
+        return max(arrays, key=lambda a: a.nbytes)
 
 
 def random_experts(
@@ -138,7 +160,11 @@ def random_experts(
 def make_inputs(workload: Workload, seed: int = 0) -> Inputs:
     rng = np.random.default_rng(seed)
     w = workload
-    qs, d = q8.quantize_rows(rng.standard_normal((w.ffn, w.hidden), dtype=np.float32))
+    dense = tuple(
+        tuple(part[0] for part in random_experts(rng, 1, rows, cols))
+        for _ in range(w.layers)
+        for rows, cols in w.dense_shapes
+    )
     gemm_w = rng.standard_normal((w.hidden, w.ffn), dtype=np.float32)
     calls: list[Call] = []
 
@@ -153,23 +179,28 @@ def make_inputs(workload: Workload, seed: int = 0) -> Inputs:
         xq, xd = q8.quantize_rows(rng.standard_normal((tokens, w.hidden), dtype=np.float32))
         return xq, xd.astype(np.float32)
 
+    matrices = list(zip(matvec_reports(w), w.dense_shapes, strict=True))
     for step in range(w.decode_steps):
         name = f"decode step {step + 1}"
-        xq, xd = q8.quantize_vector(rng.standard_normal(w.hidden, dtype=np.float32))
-        calls.append(Call(name, "matvec_q8_0", (xq, xd)))
+        for layer in range(w.layers):
+            for i, (report, (_, cols)) in enumerate(matrices):
+                xq, xd = q8.quantize_vector(rng.standard_normal(cols, dtype=np.float32))
+                calls.append(Call(name, report, (xq, xd), layer * len(matrices) + i))
         batch = "_batch" if step % 2 and w.decode_batch_tokens > 1 else ""
         tokens = w.decode_batch_tokens if batch else 1
-        calls.append(Call(name, "router_topk" + batch, (logits(tokens),)))
-        calls.append(Call(name, "expert_matvec_q8_0" + batch, activations(tokens)))
+        if w.experts:
+            calls.append(Call(name, "router_topk" + batch, (logits(tokens),)))
+            calls.append(Call(name, "expert_matvec_q8_0" + batch, activations(tokens)))
         calls.append(Call(name, "topk", (scores(),)))
     for step in range(w.prompt_steps):
         name = f"prompt step {step + 1}"
         x = rng.standard_normal((w.prompt_tokens, w.hidden), dtype=np.float32)
         calls.append(Call(name, "prompt_gemm", (x,)))
-        calls.append(Call(name, "router_topk_prompt", (logits(w.prompt_tokens),)))
+        if w.experts:
+            calls.append(Call(name, "router_topk_prompt", (logits(w.prompt_tokens),)))
         calls.append(Call(name, "topk_prompt", (scores(w.prompt_queries),)))
     expert_qs, expert_d = random_experts(rng, w.experts, w.ffn, w.hidden)
-    return Inputs(workload, qs, d, gemm_w, tuple(calls), expert_qs, expert_d)
+    return Inputs(workload, dense, gemm_w, tuple(calls), expert_qs, expert_d)
 
 
 def wall_clock(call: Callable[[], Any]) -> tuple[Any, float]:
@@ -190,9 +221,8 @@ def execute(
     """Every call's result and seconds, in order; nothing is checked here. The weights are
     kept where the kernels read them before the first call."""
     w = inputs.workload
-    qs, d, expert_qs, expert_d = map(
-        kernels.keep, (inputs.qs, inputs.d, inputs.expert_qs, inputs.expert_d)
-    )
+    dense = [(kernels.keep(qs), kernels.keep(d)) for qs, d in inputs.dense]
+    expert_qs, expert_d = kernels.keep(inputs.expert_qs), kernels.keep(inputs.expert_d)
     gemm_key = gemm.table_key(w.prompt_tokens)
     steps = {"decode": w.decode_steps, "prompt": w.prompt_steps}
     done: list[tuple[Any, float]] = []
@@ -202,7 +232,7 @@ def execute(
         variant = choices[CHOICE_OF.get(call.op, call.op)].variant
         run: Callable[[], Any]
         if call.op == "matvec_q8_0":
-            run = partial(kernels.matvec_q8_0, qs, d, *call.inputs)
+            run = partial(kernels.matvec_q8_0, *dense[call.matrix], *call.inputs)
         elif call.op == "expert_matvec_q8_0":
             ids = done[-1][0][0]  # the router's, just before
             run = partial(kernels.expert_matvec_q8_0, expert_qs, expert_d, ids, *call.inputs)
@@ -273,9 +303,10 @@ def check(
     call that differs stops the run with the step it came from. ``call_seconds``, on a GPU:
     each call's time from the host, beside its GPU time in ``results``."""
     w = inputs.workload
+    kinds = {name: REPORTS["matvec_q8_0"] for name in matvec_reports(w)}
+    kinds |= {name: kind for name, kind in REPORTS.items() if name != "matvec_q8_0"}
     reports = {
-        name: KernelReport(name, *_choice(choices, op), unit)
-        for name, (op, unit) in REPORTS.items()
+        name: KernelReport(name, *_choice(choices, op), unit) for name, (op, unit) in kinds.items()
     }
     if len(results) != len(inputs.calls):
         raise StrataError(
@@ -305,9 +336,9 @@ def check(
             report.amount = report.bytes_read / GB
     for call, took in zip(inputs.calls, call_seconds, strict=False):
         reports[call.report].call_seconds.append(took)
-    matvec = reports["matvec_q8_0"]
-    matvec.bytes_read = inputs.qs.nbytes + inputs.d.nbytes
-    matvec.amount = matvec.bytes_read / GB
+    for name, (qs, d) in zip(matvec_reports(w), inputs.dense, strict=False):
+        reports[name].bytes_read = qs.nbytes + d.nbytes
+        reports[name].amount = reports[name].bytes_read / GB
     for op, queries in zip(TOPK, (1, w.prompt_queries), strict=True):
         reports[op].amount = queries * w.context_cells
         reports[op].bytes_read = queries * w.context_cells * 4
@@ -330,9 +361,9 @@ def first_wrong(
     """The index of the first call whose result is not the reference's, or None. The routers
     are checked first, one by one, as each expert step runs on its router's ids; the calls
     before the first wrong router are then checked a kind at a time, each kind in as few
-    reference calls as it takes (every decode step's matvec in one, the tokens of every
-    expert step in one, every decode step's top-k in one), so that the reference reads each
-    weight once."""
+    reference calls as it takes (every decode step's matvecs of one matrix in one, the tokens
+    of every expert step in one, every decode step's top-k in one), so that the reference
+    reads each weight once."""
     calls, w = inputs.calls, inputs.workload
     agrees: dict[int, bool] = {}
     end = len(calls)
@@ -350,11 +381,13 @@ def first_wrong(
     def of(op: str) -> list[int]:
         return [i for i in range(end) if calls[i].op == op]
 
-    matvecs = of("matvec_q8_0")
-    if matvecs:
+    for m, (qs, d) in enumerate(inputs.dense):
+        matvecs = [i for i in of("matvec_q8_0") if calls[i].matrix == m]
+        if not matvecs:
+            continue
         xq, xd = (np.stack([calls[i].inputs[part] for i in matvecs]) for part in (0, 1))
         one_expert = np.zeros((len(matvecs), 1), np.int32)
-        want = reference.expert_matvec_q8_0(inputs.qs[None], inputs.d[None], one_expert, xq, xd)
+        want = reference.expert_matvec_q8_0(qs[None], d[None], one_expert, xq, xd)
         agrees |= {
             i: close_to(results[i][0], y[0], 1e-5) for i, y in zip(matvecs, want, strict=True)
         }
@@ -386,6 +419,33 @@ def first_wrong(
         x = calls[i].inputs[0]
         agrees[i] = close_to(results[i][0], gemm.expected(x), gemm.tolerance)
     return min((i for i, ok in agrees.items() if not ok), default=None)
+
+
+#: the decode step a card replays as a graph: the first, which decodes one token
+REPLAYED_STEP = "decode step 1"
+
+
+def one_step(inputs: Inputs, step: str = REPLAYED_STEP) -> Inputs:
+    """The inputs with the calls of ``step`` alone."""
+    return attrs.evolve(inputs, calls=tuple(c for c in inputs.calls if c.step == step))
+
+
+def step_bytes(inputs: Inputs, results: Sequence[tuple[Any, float]], step: str) -> int:
+    """The bytes the calls of ``step`` read, as their reports count them: each matvec's
+    matrix, the router's logits, the distinct experts its ids name, the top-k's scores."""
+    experts = inputs.workload.experts
+    expert = inputs.expert_qs[0].nbytes + inputs.expert_d[0].nbytes if experts else 0
+    total = 0
+    for i, call in enumerate(inputs.calls):
+        if call.step != step:
+            continue
+        if call.op == "matvec_q8_0":
+            total += sum(part.nbytes for part in inputs.dense[call.matrix])
+        elif call.op == "expert_matvec_q8_0":
+            total += len(np.unique(results[i - 1][0][0])) * expert  # the router's ids
+        elif call.op != "prompt_gemm":
+            total += call.inputs[0].nbytes
+    return total
 
 
 def close_to(got: Any, want: np.ndarray, tolerance: float) -> bool:

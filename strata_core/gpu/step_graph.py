@@ -1,0 +1,132 @@
+"""A decode step on the card as an engine runs it: every launch of the step, in order, on
+buffers kept on the card, queued back to back and replayed as one graph (a CUDA graph through
+the driver, a hipGraph through the HIP runtime: the same calls of strata_core.gpu.runtime).
+GpuKernels.recording makes a RecordedStep of the operations called in its body; time_step
+times it both ways."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import numpy as np
+
+from ..errors import StrataError
+
+if TYPE_CHECKING:
+    from .library import GpuKernels
+
+#: timed runs of a step each way (medians)
+STEP_REPEATS = 20
+
+
+class RecordedStep:
+    """The launches of a step and the buffers they read and write, kept on the card until
+    ``close``. Each operation runs once as it is recorded (``add``), so that its results are
+    there for the next (the router's ids for the expert step) and for the check; an output
+    handed to a later operation is read where it lies on the card."""
+
+    def __init__(self, kernels: GpuKernels) -> None:
+        self.kernels = kernels
+        self.launches: list[Callable[[], None]] = []
+        self.outputs: list[tuple[np.ndarray, Any]] = []
+        self._held: list[Any] = []
+
+    def take(self, nbytes: int) -> Any:
+        """A device buffer held by the step."""
+        self._held.append(self.kernels.runtime.malloc(nbytes))
+        return self._held[-1]
+
+    def on_card(self, array: Any) -> Any | None:
+        """The device buffer an earlier operation of the step wrote ``array`` from, or None."""
+        return next((pointer for out, pointer in self.outputs if out is array), None)
+
+    def add(
+        self, launches: Sequence[Callable[[], None]], downloads: list[tuple[np.ndarray, Any]]
+    ) -> float:
+        """Run an operation's ``launches`` once, download its outputs, and keep both."""
+        rt, stream = self.kernels.runtime, self.kernels.stream
+        for launch in launches:
+            launch()
+        for array, pointer in downloads:
+            rt.download(array, pointer, stream)
+        rt.synchronize(stream)
+        self.launches += launches
+        self.outputs += downloads
+        return 0.0
+
+    def outputs_again(self, run: Callable[[], None]) -> bool:
+        """Whether ``run`` (the step's launches, or its graph) writes every output anew as its
+        operation gave it when recorded: the outputs on the card are zeroed first."""
+        rt, stream = self.kernels.runtime, self.kernels.stream
+        for array, pointer in self.outputs:
+            rt.upload(pointer, np.zeros_like(array), stream)
+        run()
+        copies = [(np.empty_like(array), array, pointer) for array, pointer in self.outputs]
+        for copy, _, pointer in copies:
+            rt.download(copy, pointer, stream)
+        rt.synchronize(stream)
+        return all(np.array_equal(copy, array) for copy, array, _ in copies)
+
+    def close(self) -> None:
+        for pointer in self._held:
+            self.kernels.runtime.free(pointer)
+        self._held.clear()
+
+
+@attrs.frozen
+class StepTimes:
+    """A step's launches and its GPU time queued launch by launch and replayed as a graph
+    (None where the runtime has none: ``graph_missing`` says why)."""
+
+    launches: int
+    queued_s: float
+    graph_s: float | None
+    graph_missing: str | None
+
+
+def time_step(step: RecordedStep, repeats: int = STEP_REPEATS) -> StepTimes:
+    """The step timed as queued launches, then as a graph captured from those launches and
+    replayed; each the median of ``repeats`` runs between events, behind the kernels' hold.
+    A graph whose replay leaves other outputs than the step's calls gave is refused."""
+    kernels, rt = step.kernels, step.kernels.runtime
+    queued = statistics.median(kernels.launch_timed(step.launches, []) for _ in range(repeats))
+    missing = rt.graphs_missing
+    if missing is None:
+        try:
+            graph = _capture(kernels, step.launches)
+        except StrataError as refused:
+            missing = str(refused)
+    if missing is not None:
+        return StepTimes(len(step.launches), queued, None, missing)
+    try:
+        executable = rt.instantiate(graph)
+    except StrataError as refused:
+        rt.destroy_graph(graph, None)
+        return StepTimes(len(step.launches), queued, None, str(refused))
+    try:
+        replay = [lambda: rt.launch_graph(executable, kernels.stream)]
+        replayed = statistics.median(kernels.launch_timed(replay, []) for _ in range(repeats))
+        if not step.outputs_again(replay[0]):
+            raise StrataError(
+                "the decode step replayed as a graph gave other results than its calls"
+            )
+    finally:
+        rt.destroy_graph(graph, executable)
+    return StepTimes(len(step.launches), queued, replayed, None)
+
+
+def _capture(kernels: GpuKernels, launches: Sequence[Callable[[], None]]) -> Any:
+    """The graph of ``launches`` captured from the kernels' stream; the capture is ended
+    where a launch fails in it."""
+    rt, stream = kernels.runtime, kernels.stream
+    rt.begin_capture(stream)
+    try:
+        for launch in launches:
+            launch()
+    except StrataError:
+        rt.end_capture(stream)
+        raise
+    return rt.end_capture(stream)
