@@ -25,6 +25,9 @@
 #   scripts/nvidia-gpu.sh kernels   on the GPU machine: the same install, then only
 #                                   bench/gpu_step.py, bench/gpu_kernels.py and strata-core
 #                                   run (text and --json) with each shipped profile
+#   scripts/nvidia-gpu.sh step      on the GPU machine: the same install, then bench/gpu_step.py
+#                                   and strata-core run (--json, then text) with dense-8b and
+#                                   large-moe
 #   scripts/nvidia-gpu.sh ab [PART ...]
 #                                   on the GPU machine: the same install, and dist-base/'s
 #                                   beside it, then bench/gpu_kernels.py (--only PART ...) on
@@ -51,7 +54,7 @@ prepare)
         done
     fi
     ;;
-run | kernels | ab)
+run | kernels | step | ab)
     repo=$(pwd)
     out=$(realpath -m "${OUT:-nvidia-out}")
     mkdir -p "$out"
@@ -85,6 +88,15 @@ run | kernels | ab)
                 PYTHONPATH=$path${PYTHONPATH#"$site"} python3 "$repo/bench/gpu_kernels.py" \
                     "${only[@]}" | tee "$out/ab-$side-$round.txt"
             done
+        done
+        exit 0
+    fi
+    if [ "$1" = step ]; then
+        python3 "$repo/bench/gpu_step.py" --json "$out/gpu_step.json" "${commit[@]}" |
+            tee "$out/step.txt"
+        for profile in dense-8b large-moe; do
+            strata-core run --json --profile $profile > "$out/run-$profile.json"
+            strata-core run --profile $profile | tee "$out/run-$profile.txt"
         done
         exit 0
     fi
