@@ -49,6 +49,8 @@ def _prepare(case: dict, tmp: Path) -> None:
         (tmp / name).mkdir(parents=True)
     for name, target in case.get("links", {}).items():
         (tmp / name).symlink_to(target)
+    for name, mode in case.get("modes", {}).items():
+        (tmp / name).chmod(mode)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
