@@ -17,6 +17,7 @@ import attrs
 from ..answer_cache import Recorder
 from ..digits import is_digits
 from ..errors import StrataError
+from .config_trust import check_config_trusted
 
 if TYPE_CHECKING:
     import cattrs
@@ -130,9 +131,14 @@ def find(
 def find_and_load(
     given: Path | None, env: Mapping[str, str], recorder: Recorder | None = None
 ) -> tuple[Path | None, RunConfig]:
-    """The run config that :func:`find` names, read; an empty one where there is none."""
+    """The run config that :func:`find` names, read; an empty one where there is none. One
+    that another user could change is refused (strata_core.plan.config_trust)."""
+    recorder = recorder or Recorder()
     path = find(given, env, recorder)
-    return path, load(path, recorder) if path is not None else RunConfig()
+    if path is None:
+        return None, RunConfig()
+    check_config_trusted(path, env, recorder)
+    return path, load(path, recorder)
 
 
 def _read(path: Path, recorder: Recorder) -> str:
