@@ -48,6 +48,7 @@ def _answer(argv: list[str]) -> int:
         print(f"strata-core {__version__}")
         return 0
     env = dict(os.environ)
+    answer_cache.forget_warnings()
     cacheable = argv[:1] and argv[0] in CACHEABLE and "--output" not in argv
     if cacheable:
         entry = answer_cache.lookup(argv, env)

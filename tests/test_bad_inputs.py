@@ -47,12 +47,17 @@ def _prepare(case: dict, tmp: Path) -> None:
     for name in case.get("folders", []):
         (tmp / name).unlink(missing_ok=True)
         (tmp / name).mkdir(parents=True)
+    for name, target in case.get("links", {}).items():
+        (tmp / name).symlink_to(target)
+    for name, mode in case.get("modes", {}).items():
+        (tmp / name).chmod(mode)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_bad_input(case, env, tmp_path):
     _prepare(case, tmp_path)
     want = _fill(case, tmp_path)
+    mtimes = {name: (tmp_path / name).stat().st_mtime_ns for name in case.get("unchanged", {})}
     limit, stdout_to = want.get("fsize"), want.get("stdout_to")
 
     def child_setup() -> None:
@@ -85,5 +90,6 @@ def test_bad_input(case, env, tmp_path):
         assert result.stderr.splitlines()[-1].startswith("strata-core: error: ")
     for name, text in case.get("unchanged", {}).items():
         assert (tmp_path / name).read_text() == text
+        assert (tmp_path / name).stat().st_mtime_ns == mtimes[name]
     for folder, names in case.get("only", {}).items():
         assert sorted(p.name for p in (tmp_path / folder).iterdir()) == names

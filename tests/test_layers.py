@@ -25,6 +25,7 @@ GROUND = {
     "strata_core.people",
     "strata_core.q8",
     "strata_core.streams",
+    "strata_core.trust",
 }
 #: the console script and `python -m strata_core`, above every command
 ENTRY = {"strata_core.launcher", "strata_core.__main__"}

@@ -229,3 +229,21 @@ def test_a_process_whose_openmp_ran_measures_without_hanging(monkeypatch):
     measured = threads.measure(shape, {**os.environ, "STRATA_CACHE": "0"}, Recorder())
     assert set(measured) == {"default", "active"}
     assert all(set(times) == {"1", str(threads.cores())} for times in measured.values())
+
+
+def test_a_measurement_kept_where_another_user_can_write_is_not_used(env, tmp_path, monkeypatch):
+    from strata_core.answer_cache import Recorder
+    from strata_core.plan import profile
+
+    measured = {"default": {"1": 1.0, "2": 0.5}, "active": {"1": 1.0, "2": 0.6}}
+    monkeypatch.setattr(threads, "measure", lambda *_: measured)
+    monkeypatch.setattr(threads, "cores", lambda: 2)
+    workload = profile.load(TINY)
+    threads.host_threads(0, env, None, workload, Recorder(), measure_now=True)
+    assert plan_threads(env, tmp_path)["reason"].endswith("kept a day")
+    folder = Path(env["STRATA_CACHE_DIR"])
+    folder.chmod(0o777)
+    result = run("plan", "--json", "--profile", str(TINY), "--sysfs", str(tmp_path), env=env)
+    assert json.loads(result.stdout)["host_threads"]["source"] == "not measured"
+    said = f"the answer cache's folder {folder} is writable by everyone (mode 0777)"
+    assert said in result.stderr

@@ -6,14 +6,14 @@ reads every distribution's metadata again.
 
 The index is checked in full on every read, as the answer cache checks its answers, so it is
 kept when the answer cache is turned off (``STRATA_CACHE=0``); it lives beside the answers,
-one for each interpreter and ``sys.path``, and counts among them for the folder's limit.
+one for each interpreter and ``sys.path``, and counts among them for the folder's limit. It is
+read and written as they are: not used where someone else can write it or its folder.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
-import marshal
 import os
 import sys
 import zlib
@@ -58,13 +58,9 @@ class IndexedEntryPoint:
 def entry_points(group: str, env: dict[str, str]) -> Sequence[IndexedEntryPoint | EntryPoint]:
     """The group's entry points: from the index while what it was read from is unchanged,
     else from ``importlib.metadata`` (and the index written anew)."""
-    path = _index_path(group, env)
+    name = _index_name(group)
     state = _installed()
-    try:
-        with open(path, "rb") as handle:
-            index = marshal.load(handle)
-    except (OSError, ValueError, EOFError, TypeError):
-        index = None
+    index = answer_cache.read_entry(env, name)
     if isinstance(index, dict) and index.get("state") == state:
         return [
             IndexedEntryPoint(name, module, attr, Distribution(*dist) if dist else None)
@@ -73,7 +69,7 @@ def entry_points(group: str, env: dict[str, str]) -> Sequence[IndexedEntryPoint 
     from importlib.metadata import entry_points as read
 
     found = tuple(read(group=group))
-    _store(path, state, found)
+    _store(env, name, state, found)
     return found
 
 
@@ -94,16 +90,15 @@ def _installed() -> list[Any]:
     return state
 
 
-def _index_path(group: str, env: dict[str, str]) -> str:
+def _index_name(group: str) -> str:
+    """The index's name in the answer cache's folder: one for each interpreter and sys.path."""
     key = repr([group, sys.executable, sys.path])
-    return os.path.join(
-        answer_cache.directory(env), f"entry-points-{zlib.crc32(key.encode()):08x}.marshal"
-    )
+    return f"entry-points-{zlib.crc32(key.encode()):08x}.marshal"
 
 
-def _store(path: str, state: list[Any], found: Sequence[EntryPoint]) -> None:
-    """Write the index atomically; not at all where an entry point's value does not parse
-    (its ``load`` then fails as ``importlib.metadata`` says) or the folder is not writable."""
+def _store(env: dict[str, str], name: str, state: list[Any], found: Sequence[EntryPoint]) -> None:
+    """Write the index as the answer cache writes its entries; not at all where an entry
+    point's value does not parse (its ``load`` then fails as ``importlib.metadata`` says)."""
     try:
         rows = [
             (ep.name, ep.module, ep.attr or "", ep.dist and (ep.dist.name, ep.dist.version))
@@ -111,4 +106,4 @@ def _store(path: str, state: list[Any], found: Sequence[EntryPoint]) -> None:
         ]
     except AttributeError:
         return
-    answer_cache.write_entry(path, {"state": state, "entry_points": rows})
+    answer_cache.write_entry(env, name, {"state": state, "entry_points": rows})

@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         type=Path,
         help="with --toml: write the run config to FILE (atomically; an existing FILE only "
-        "with --force)",
+        "with --force, which keeps its owner and mode)",
     )
     parser.add_argument(
         "--force", action="store_true", help="with --output: replace an existing FILE"
@@ -83,14 +83,15 @@ def run(args: argparse.Namespace, env: Mapping[str, str], recorder: Recorder | N
             )
         )
         if args.output:
-            from ..files import write_atomic
+            from ..files import Exists, write_atomic
 
-            if args.output.is_file() and not args.force:
+            try:
+                write_atomic(args.output, text, replace=args.force)
+            except Exists:
                 raise StrataError(
                     f"--output {args.output}: the file exists; --force replaces it (its "
                     "comments and all)"
-                )
-            write_atomic(args.output, text)
+                ) from None
             log.info(f"wrote {args.output}")
         else:
             print(text, end="")

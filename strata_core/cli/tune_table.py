@@ -135,10 +135,9 @@ def write_table(target: Path, text: str, taken_by: str, make_folders: bool = Fal
         ) from None
     try:
         write_atomic(target, text, make_folders)
-    except StrataError:
+    except StrataError as error:
         sys.stdout.write(text)
-        log.warning("tune: the table could not be written; it is on stdout instead")
-        raise
+        raise StrataError(f"tune: the measured table is on stdout instead: {error}") from None
     how = lookup_note(target, table) or taken_by
     rows = counted(len(table.rows), "row")
     log.info(f"tune: wrote {rows} ({table.tuned_rows} tuned) to {target}{how}")

@@ -1,12 +1,15 @@
 """The example machines strata ships, named as ``--sysfs example:NAME`` (or STRATA_SYSFS): the
 sysfs trees of sample PCs (strata_core.detect.sample_sysfs), so that a plan for a card is made
 without the card. A tree is written once into the answer cache's folder, under a name that
-changes with its contents, and read from there as any sysfs root is."""
+changes with its contents, and read from there as any sysfs root is: built in a new private
+folder, synced and renamed into place whole (strata_core.files.publish_folder). Where the
+cache folder is one that someone else can write (strata_core.answer_cache.usable_directory),
+the tree is written into a private temporary folder instead, removed when the command ends."""
 
 from __future__ import annotations
 
+import atexit
 import difflib
-import os
 import shutil
 import tempfile
 import zlib
@@ -16,8 +19,9 @@ from pathlib import Path
 import attrs
 
 from .. import __version__
-from ..answer_cache import directory
+from ..answer_cache import usable_directory
 from ..errors import StrataError
+from ..files import publish_folder
 from .sample_sysfs import (
     MI50,
     R9700,
@@ -86,18 +90,20 @@ def sysfs_root(text: str, env: Mapping[str, str]) -> Path:
     name = example_name(text)
     machine = EXAMPLES[name]
     digest = zlib.crc32(repr((__version__, machine)).encode())
-    folder = Path(directory(dict(env))) / "examples"
+    cache = usable_directory(dict(env))
+    if cache is None:
+        return _temporary_tree(text, machine)
+    folder = Path(cache) / "examples"
     root = folder / f"{name}-{digest:08x}"
     if root.is_dir():
         return root
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        for private in (Path(cache), folder):
+            private.mkdir(mode=0o700, parents=True, exist_ok=True)
         building = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=folder))
-        write_sysfs(building, machine.amd)
-        for pci in machine.nvidia:
-            write_nvidia_gpu(building, pci, H200_DEVICE)
+        _write_tree(building, machine)
         try:
-            os.rename(building, root)
+            publish_folder(building, root)
         except OSError:
             shutil.rmtree(building, ignore_errors=True)
             if not root.is_dir():  # not one that another command wrote meanwhile
@@ -106,5 +112,24 @@ def sysfs_root(text: str, env: Mapping[str, str]) -> Path:
         raise StrataError(
             f"--sysfs {text}: cannot write the example's tree into {folder} "
             f"({exc.strerror or exc})"
+        ) from None
+    return root
+
+
+def _write_tree(root: Path, machine: ExampleMachine) -> None:
+    write_sysfs(root, machine.amd)
+    for pci in machine.nvidia:
+        write_nvidia_gpu(root, pci, H200_DEVICE)
+
+
+def _temporary_tree(text: str, machine: ExampleMachine) -> Path:
+    """The example's tree in a new private temporary folder, removed when the command ends."""
+    try:
+        root = Path(tempfile.mkdtemp(prefix="strata-example-"))
+        atexit.register(shutil.rmtree, root, ignore_errors=True)
+        _write_tree(root, machine)
+    except OSError as exc:
+        raise StrataError(
+            f"--sysfs {text}: cannot write the example's tree ({exc.strerror or exc})"
         ) from None
     return root

@@ -10,7 +10,6 @@ records one for good.
 
 from __future__ import annotations
 
-import marshal
 import os
 import time
 import zlib
@@ -20,7 +19,7 @@ from typing import Any
 
 import attrs
 
-from ..answer_cache import Recorder, directory, write_entry
+from ..answer_cache import Recorder, directory, read_entry, write_entry
 from ..api.records import Workload
 from ..people import counted
 
@@ -128,21 +127,16 @@ def _key(workload: Workload) -> str:
     )  # fmt: skip
 
 
-def _kept_path(key: str, env: Mapping[str, str]) -> Path:
-    return Path(directory(dict(env))) / f"threads-{zlib.crc32(key.encode()):08x}.marshal"
+def _kept_name(key: str) -> str:
+    return f"threads-{zlib.crc32(key.encode()):08x}.marshal"
 
 
 def _kept(key: str, env: Mapping[str, str], recorder: Recorder) -> dict[str, Any] | None:
     """The measurement kept for ``key``, if it is younger than KEPT_S."""
     if env.get("STRATA_CACHE", "1") == "0":
         return None
-    path = _kept_path(key, env)
-    recorder.stat(path)
-    try:
-        with open(path, "rb") as handle:
-            entry = marshal.load(handle)
-    except (OSError, ValueError, EOFError, TypeError):
-        return None
+    recorder.stat(Path(directory(dict(env))) / _kept_name(key))
+    entry = read_entry(dict(env), _kept_name(key))
     fresh = isinstance(entry, dict) and entry.get("key") == key
     return entry if fresh and 0 <= time.time() - entry.get("when", 0) < KEPT_S else None
 
@@ -179,5 +173,5 @@ def host_threads(
     except ChildFailed as failed:
         return ThreadChoice(1, None, "measured", f"the measurement failed ({failed})")
     if env.get("STRATA_CACHE", "1") != "0":
-        write_entry(str(_kept_path(key, env)), {"key": key, "when": time.time(), "times": times})
+        write_entry(dict(env), _kept_name(key), {"key": key, "when": time.time(), "times": times})
     return choose(times, "measured now")

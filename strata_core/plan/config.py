@@ -19,6 +19,7 @@ from ..answer_cache import Recorder
 from ..digits import is_digits
 from ..errors import StrataError
 from . import documents
+from .config_trust import check_config_trusted
 from .exec_strings import argument_problem, program_problem, variable_problem
 from .toml_keys import line_keys, quoted, spelled
 
@@ -141,9 +142,14 @@ def find(
 def find_and_load(
     given: Path | None, env: Mapping[str, str], recorder: Recorder | None = None
 ) -> tuple[Path | None, RunConfig]:
-    """The run config that :func:`find` names, read; an empty one where there is none."""
+    """The run config that :func:`find` names, read; an empty one where there is none. One
+    that another user could change is refused (strata_core.plan.config_trust)."""
+    recorder = recorder or Recorder()
     path = find(given, env, recorder)
-    return path, load(path, recorder) if path is not None else RunConfig()
+    if path is None:
+        return None, RunConfig()
+    check_config_trusted(path, env, recorder)
+    return path, load(path, recorder)
 
 
 def _read(path: Path, recorder: Recorder) -> str:

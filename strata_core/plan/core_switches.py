@@ -146,6 +146,7 @@ CONTROL_VARIABLES = frozenset(
         "STRATA_ARCH_PLUGIN",
         "STRATA_DEBUG",
         "STRATA_CONFIG",
+        "STRATA_SAFE_CONFIG",
         "STRATA_CACHE",
         "STRATA_CACHE_DIR",
         "STRATA_LOG_LEVEL",
