@@ -180,8 +180,9 @@ def test_run_times_each_call_on_the_gpu_behind_a_hold_and_from_the_host(
         assert kernel["call_ms"] > 0, name
     lines = [line.split() for line in launches.read_text().splitlines()]
     # the decode step replayed after the calls (test_step_graph.py): its five launches
-    # recorded, then held and queued, held and replayed, replayed for the check
-    lines = lines[: -(5 + 2 * STEP_REPEATS * (1 + 5) + 5)]
+    # recorded, then held and queued, held and replayed (twice: handing over or not), each
+    # graph replayed once more for the check
+    lines = lines[: -(5 + 3 * STEP_REPEATS * (1 + 5) + 2 * 5)]
     assert lines[-2][0] == lines[-1][0] == "strata_topk"  # the last call: the prompt's top-k
     hold_words = (1048576 // 16).to_bytes(8, "little").hex()  # tiny.toml's gpu_read_bytes
     held = [line[0] == "strata_read_bytes" and line[3][16:32] == hold_words for line in lines]

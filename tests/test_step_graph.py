@@ -77,19 +77,38 @@ def test_the_decode_step_is_replayed_as_a_graph_of_its_launches_in_order(on_cuda
     # decode step 1 of tiny.toml: the matvec, the router, the expert step, the top-k's two
     # stages (the register kernel)
     launched = kernels_of(logged)
-    recorded = launched[-(2 * STEP_REPEATS + 2) * 5 :][:5]
+    runs = 3 * STEP_REPEATS + 2  # queued, replayed and replayed handing over; two checks
+    recorded = launched[-(runs + 1) * 5 :][:5]
     assert [line[0] for line in recorded] == [
         "strata_matvec_q8_0", "strata_router_topk", "strata_expert_pairs_q8_0", "strata_topk",
         "strata_topk",
     ]  # fmt: skip
     # after it is recorded: queued twenty times, replayed twenty times and once more for the
-    # check, the same launches with the same arguments each time, in the order recorded
-    assert launched[-(2 * STEP_REPEATS + 1) * 5 :] == recorded * (2 * STEP_REPEATS + 1)
+    # check, then so again as a graph of launches that hand over (cuLaunchKernelEx), the same
+    # launches with the same arguments each time, in the order recorded
+    assert launched[-runs * 5 :] == recorded * runs
     assert step["name"] == "decode step 1" and step["launches"] == 5
-    assert step["graph_missing"] is None
+    assert step["graph_missing"] is None and step["handover_missing"] is None
     # the stand-in's events say 0.25 ms for whatever ran last between them
-    assert step["graph_ms"] == step["queued_ms"] == 0.25
+    assert step["graph_ms"] == step["queued_ms"] == step["handover_ms"] == 0.25
     assert step["graph_share_of_read"] == step["queued_share_of_read"] > 0
+
+
+@pytest.mark.parametrize(
+    ("more", "why"),
+    [
+        ({"STAND_IN_FAULT": "no-handover"},
+         "cuLaunchKernelEx(matvec_q8_0) failed: CUDA_ERROR_NOT_SUPPORTED (801)"),
+        ({"STAND_IN_ARCH": "sm_89"},
+         "the sm_89 code's kernels do not wait for the one before (sm_90 and newer)"),
+    ],
+)  # fmt: skip
+def test_launches_hand_over_only_where_the_kernels_wait_and_the_driver_can(on_cuda, more, why):
+    result, _ = on_cuda(TINY, "--json", **more)
+    assert result.returncode == 0, result.stderr
+    step = json.loads(result.stdout)["step"]
+    assert step["graph_ms"] == 0.25 and step["handover_ms"] is None
+    assert step["handover_missing"].startswith(why)
 
 
 def test_the_step_reads_what_its_calls_read(on_cuda):
@@ -127,7 +146,9 @@ def test_the_text_report_gives_the_step_beside_the_kernel_table(on_cuda):
     assert result.returncode == 0, result.stderr
     line = " ".join(result.stdout.split())
     assert "decode step 1 on the card: 5 launches reading 264 KB: 250 us (" in line
-    assert "as a graph," in line and "as queued launches" in line
+    assert "as a graph, 250 us (" in line
+    assert "as a graph of launches that overlap the one before, 250 us" in line
+    assert "as queued launches" in line
 
 
 def test_the_hip_backend_replays_the_step_through_hipgraph(tmp_path, env, emulating_stand_in):
@@ -147,6 +168,7 @@ def test_the_hip_backend_replays_the_step_through_hipgraph(tmp_path, env, emulat
     )
     assert answer["backend"] == "hip"
     assert answer["step"]["graph_missing"] is None and answer["step"]["graph_ms"] == 0.25
+    assert answer["step"]["handover_missing"] == "HIP has no programmatic dependent launch"
 
 
 def test_a_dense_profile_runs_each_layers_matrices_in_order_and_checks_each(

@@ -1,8 +1,9 @@
 /* The part of the CUDA driver API (cuda.h) that strata calls through cffi in ABI mode: the
  * driver's version, device queries, the primary context, module load from PTX and function
- * lookup, launch, memory, streams, events, graphs captured from a stream, and errors. Only
- * the ABI matters here: the handles are opaque pointers, CUresult an int and CUdeviceptr a
- * 64-bit integer. The _v2 names are the symbols libcuda.so.1 exports for the 64-bit API. */
+ * lookup, launch (programmatic dependent launch too), memory, streams, events, graphs captured
+ * from a stream, and errors. Only the ABI matters here: the handles are opaque pointers,
+ * CUresult an int and CUdeviceptr a 64-bit integer. The _v2 names are the symbols libcuda.so.1
+ * exports for the 64-bit API. */
 #ifndef STRATA_CUDA_DRIVER_H
 #define STRATA_CUDA_DRIVER_H
 
@@ -57,6 +58,27 @@ CUresult cuEventCreate(CUevent *event, unsigned int flags);
 CUresult cuEventDestroy_v2(CUevent event);
 CUresult cuEventRecord(CUevent event, CUstream stream);
 CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent stop);
+
+/* cuLaunchKernelEx's configuration; an attribute's value is a 64-byte union, of which strata
+ * sets programmatic stream serialization alone */
+typedef union CUlaunchAttributeValue_union {
+  char pad[64];
+  int programmaticStreamSerializationAllowed;
+} CUlaunchAttributeValue;
+typedef struct CUlaunchAttribute_st {
+  int id;
+  char pad[4];
+  CUlaunchAttributeValue value;
+} CUlaunchAttribute;
+typedef struct CUlaunchConfig_st {
+  unsigned int gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute *attrs;
+  unsigned int numAttrs;
+} CUlaunchConfig;
+#define CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION 6
+CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+                          void **extra);
 
 #define CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
 CUresult cuStreamBeginCapture_v2(CUstream stream, int mode);

@@ -1,6 +1,6 @@
 // The hardware primitives of strata_kernels.hip for NVIDIA GPUs, built by clang as CUDA device
 // code to PTX without the CUDA headers: the kernel attributes, ids and the grid's size, the
-// block barrier, the device fence, the warp butterfly shuffle, the warp maximum and minimum
+// block barrier, the handover between kernels of a stream, the device fence, the warp butterfly shuffle, the warp maximum and minimum
 // (redux.sync, sm_80 and newer), e^x and the signed int8 dot4 (dp4a, sm_61 and newer). A CUDA
 // warp is the kernels' 32-lane logical warp, so this is the reverse of the reference page's
 // gfx906 compat layer.
@@ -16,6 +16,17 @@ DEVICE unsigned thread_id() { return __nvvm_read_ptx_sreg_tid_x(); }
 DEVICE unsigned block_id() { return __nvvm_read_ptx_sreg_ctaid_x(); }
 DEVICE unsigned grid_size() { return __nvvm_read_ptx_sreg_nctaid_x(); }
 DEVICE void sync_block() { __nvvm_bar_sync(0); }
+
+// Programmatic dependent launch (sm_90 and newer): the next kernel of the stream may start its
+// workgroups from now on, and this one waits until the kernel before it has ended and its
+// writes are seen. Every kernel calls it before it touches memory; a launch that does not
+// allow the overlap makes both return at once.
+DEVICE void grid_handover() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
 DEVICE void fence_device() { __nvvm_membar_gl(); }
 
 DEVICE int warp_xor(int value, int mask) {

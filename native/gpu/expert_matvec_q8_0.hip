@@ -118,6 +118,7 @@ KERNEL void strata_expert_matvec_q8_0(const int8_t *qs, const _Float16 *d, const
                                       const int8_t *xq, const float *xd, float *y,
                                       int64_t experts, int64_t tokens, int k, int64_t rows,
                                       int64_t cols) {
+  grid_handover();
   int64_t chunks = (rows + EXPERT_ROWS - 1) / EXPERT_ROWS;
   int64_t group = block_id() / chunks;
   int64_t first_row = (int64_t)(block_id() % chunks) * EXPERT_ROWS;

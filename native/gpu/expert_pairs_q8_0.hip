@@ -22,6 +22,7 @@ DEVICE void expert_pair_group(const int8_t *qs, const _Float16 *d, const int32_t
 KERNEL void strata_expert_pairs_q8_0(const int8_t *qs, const _Float16 *d, const int32_t *ids,
                                      const int8_t *xq, const float *xd, float *y, int64_t pairs,
                                      int k, int64_t rows, int64_t cols) {
+  grid_handover();
   if (pairs == 0) return;
   switch (matvec_split(pairs * ((rows + MATVEC_ROWS - 1) / MATVEC_ROWS))) {
   case 8: expert_pair_group<8>(qs, d, ids, xq, xd, y, pairs, k, rows, cols); break;

@@ -12,6 +12,9 @@
 #define SHARED __attribute__((shared))
 #define EXPORTED_DATA extern "C" __attribute__((device)) const
 
+// HIP has no programmatic dependent launch: a kernel starts once the one before it ended.
+DEVICE void grid_handover() {}
+
 #if defined(__GFX11__) || defined(__GFX12__)
 #define STRATA_DOT4_IU8 1
 #elif !defined(__GFX9__) && !defined(__GFX10__)

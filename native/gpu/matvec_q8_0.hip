@@ -113,6 +113,7 @@ DEVICE int matvec_split(int64_t groups) {
 
 KERNEL void strata_matvec_q8_0(const int8_t *qs, const _Float16 *d, const int8_t *xq,
                                const float *xd, float *y, int64_t rows, int64_t cols) {
+  grid_handover();
   switch (matvec_split((rows + MATVEC_ROWS - 1) / MATVEC_ROWS)) {
   case 8: matvec_group<8>(qs, d, xq, xd, y, rows, cols); break;
   case 4: matvec_group<4>(qs, d, xq, xd, y, rows, cols); break;

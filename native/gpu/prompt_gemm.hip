@@ -16,6 +16,7 @@ DEVICE _Float16 load_or_zero(const _Float16 *matrix, int64_t row, int64_t rows, 
 // Each logical warp computes one 16 x 16 tile of c on the matrix cores.
 KERNEL void strata_prompt_gemm(const _Float16 *a, const _Float16 *w, float *c, int64_t m,
                                int64_t n, int64_t k) {
+  grid_handover();
   int64_t tiles_n = (n + TILE - 1) / TILE;
   int64_t tile = (int64_t)block_id() * WARPS_PER_BLOCK + thread_id() / WARP;
   if (tile >= tiles_n * ((m + TILE - 1) / TILE)) return;
@@ -59,6 +60,7 @@ SHARED float gemm_w[TILE][TILE + 1];
 
 KERNEL void strata_prompt_gemm(const _Float16 *a, const _Float16 *w, float *c, int64_t m,
                                int64_t n, int64_t k) {
+  grid_handover();
   int64_t tiles_n = (n + TILE - 1) / TILE;
   int64_t row0 = block_id() / tiles_n * TILE, col0 = block_id() % tiles_n * TILE;
   unsigned ty = thread_id() / TILE, tx = thread_id() % TILE;

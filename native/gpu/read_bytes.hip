@@ -4,6 +4,7 @@
 typedef unsigned uint4v __attribute__((ext_vector_type(4)));
 
 KERNEL void strata_read_bytes(const uint4v *buffer, int64_t words, unsigned *sink) {
+  grid_handover();
   unsigned fold = 0;
   int64_t stride = (int64_t)STRATA_BLOCK * grid_size();
   for (int64_t i = (int64_t)block_id() * STRATA_BLOCK + thread_id(); i < words; i += stride) {

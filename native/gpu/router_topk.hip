@@ -231,6 +231,7 @@ DEVICE void router_portable(const float *logits, int64_t tokens, int64_t experts
 
 KERNEL void strata_router_topk(const float *logits, int64_t tokens, int64_t experts, int k,
                                int32_t *ids, float *weights, int variant) {
+  grid_handover();
   bool two_warps = (int64_t)grid_size() * WARPS_PER_BLOCK >= 2 * tokens;
   if (variant == STRATA_ROUTER_FAST && experts <= (int64_t)WARP * ROUTER_HELD_MAX / 2)
     router_fast<ROUTER_HELD_MAX / 2>(logits, tokens, experts, k, ids, weights);

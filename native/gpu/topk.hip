@@ -32,6 +32,7 @@
 KERNEL_RESIDENT(4) void strata_topk(const float *scores, int64_t queries, int64_t n,
                                     int64_t stride, int k, int32_t *all_ids, float *all_values,
                                     int variant, topk_item *scratch, int stage) {
+  grid_handover();
   int64_t capacity = TOPK_CANDIDATES(k);
   int64_t q = block_id() % queries;
   unsigned *words = (unsigned *)scratch + TOPK_WORDS * q;

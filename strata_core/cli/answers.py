@@ -313,6 +313,9 @@ def step_dict(step: StepReport, read_gbs: float) -> Answer:
         "queued_ms": step.queued_s * 1e3,
         "queued_share_of_read": share(step.queued_s),
         "graph_missing": step.graph_missing,
+        "handover_ms": None if step.handover_s is None else step.handover_s * 1e3,
+        "handover_share_of_read": share(step.handover_s),
+        "handover_missing": step.handover_missing,
     }
 
 

@@ -115,7 +115,12 @@ def step_line(step: StepReport, read_gbs: float) -> str:
     head = f"{step.name} on the card: {step.launches} launches reading {size}"
     if step.graph_s is None:
         return f"{head}: {queued}; no graph replay: {step.graph_missing}"
-    return f"{head}: {timed(step.graph_s)} as a graph, {queued}"
+    handover = (
+        f", {timed(step.handover_s)} as a graph of launches that overlap the one before"
+        if step.handover_s is not None
+        else ""
+    )
+    return f"{head}: {timed(step.graph_s)} as a graph{handover}, {queued}"
 
 
 def headline(ran: RunOutcome) -> str:

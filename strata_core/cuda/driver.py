@@ -86,6 +86,10 @@ class CudaDriver:
         self.context: Any = None
         self.device: int | None = None
         self.graphs_missing = missing_calls(lib, GRAPH_CALLS, path)
+        self.handover_missing = missing_calls(lib, ("cuLaunchKernelEx",), path)
+        #: launches overlap the kernel before them (programmatic dependent launch): only
+        #: while set, and only for code whose kernels wait for it (grid_handover, sm_90)
+        self.handover = False
 
     def check(self, status: int, call: str) -> None:
         if status != self.lib.CUDA_SUCCESS:
@@ -149,10 +153,30 @@ class CudaDriver:
     ) -> None:
         """Launch with the argument buffer packed by strata_core.gpu.abi, passed in ``extra``
         (strata_core.gpu.library.Launch)."""
+        if self.handover:
+            status = self._launch_handing_over(function, grid, block, extra, stream)
+            self.check(status, f"cuLaunchKernelEx({name})")
+            return
         status = self.lib.cuLaunchKernel(
             function, grid, 1, 1, block, 1, 1, 0, stream, self.ffi.NULL, extra
         )
         self.check(status, f"cuLaunchKernel({name})")
+
+    def _launch_handing_over(
+        self, function: Any, grid: int, block: int, extra: Any, stream: Any
+    ) -> int:
+        """cuLaunchKernelEx with programmatic stream serialization allowed: the kernel's
+        workgroups may start while the one before it ends."""
+        attribute = self.ffi.new("CUlaunchAttribute *")
+        attribute.id = self.lib.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        attribute.value.programmaticStreamSerializationAllowed = 1
+        config = self.ffi.new(
+            "CUlaunchConfig *",
+            {"gridDimX": grid, "gridDimY": 1, "gridDimZ": 1, "blockDimX": block,
+             "blockDimY": 1, "blockDimZ": 1, "sharedMemBytes": 0, "hStream": stream,
+             "attrs": attribute, "numAttrs": 1},
+        )  # fmt: skip
+        return int(self.lib.cuLaunchKernelEx(config, function, self.ffi.NULL, extra))
 
     def malloc(self, nbytes: int) -> Any:
         pointer = self.ffi.new("CUdeviceptr *")

@@ -62,6 +62,10 @@ class GpuRuntime(Protocol):
     #: why the runtime cannot capture a stream's launches as a graph (its library lacks the
     #: calls), or None where it can
     graphs_missing: str | None
+    #: why launches cannot overlap the kernel before them (programmatic dependent launch), or
+    #: None where they can; ``handover`` makes every launch do so while it is set
+    handover_missing: str | None
+    handover: bool
 
     def begin_capture(self, stream: Any) -> None:
         """From now on the launches queued on ``stream`` by this thread are recorded, not run."""

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
+from .. import archdb
 from ..errors import StrataError
 
 if TYPE_CHECKING:
@@ -20,6 +21,10 @@ if TYPE_CHECKING:
 
 #: timed runs of a step each way (medians)
 STEP_REPEATS = 20
+
+
+class ReplayDiffers(StrataError):
+    """A graph's replay left another output than the step's calls gave."""
 
 
 class RecordedStep:
@@ -76,46 +81,87 @@ class RecordedStep:
         self._held.clear()
 
 
+#: the compute capability from which the kernels wait for the kernel before them
+#: (grid_handover in native/gpu/cuda_primitives.h), so that a launch may overlap it
+HANDOVER_CAPABILITY = 90
+
+
 @attrs.frozen
 class StepTimes:
-    """A step's launches and its GPU time queued launch by launch and replayed as a graph
-    (None where the runtime has none: ``graph_missing`` says why)."""
+    """A step's launches and its GPU time queued launch by launch, replayed as a graph (None
+    where the runtime has none: ``graph_missing`` says why) and replayed as a graph whose
+    launches each overlap the one before (None where the card or runtime cannot:
+    ``handover_missing``)."""
 
     launches: int
     queued_s: float
     graph_s: float | None
     graph_missing: str | None
+    handover_s: float | None = None
+    handover_missing: str | None = None
 
 
 def time_step(step: RecordedStep, repeats: int = STEP_REPEATS) -> StepTimes:
     """The step timed as queued launches, then as a graph captured from those launches and
-    replayed; each the median of ``repeats`` runs between events, behind the kernels' hold.
-    A graph whose replay leaves other outputs than the step's calls gave is refused."""
+    replayed, then as a graph of launches that overlap the one before; each the median of
+    ``repeats`` runs between events, behind the kernels' hold. A graph whose replay leaves
+    other outputs than the step's calls gave is refused."""
     kernels, rt = step.kernels, step.kernels.runtime
     queued = statistics.median(kernels.launch_timed(step.launches, []) for _ in range(repeats))
+    launches = len(step.launches)
     missing = rt.graphs_missing
-    if missing is None:
-        try:
-            graph = _capture(kernels, step.launches)
-        except StrataError as refused:
-            missing = str(refused)
     if missing is not None:
-        return StepTimes(len(step.launches), queued, None, missing)
+        return StepTimes(launches, queued, None, missing, None, missing)
+    try:
+        replayed = _replayed(step, repeats)
+    except ReplayDiffers:
+        raise
+    except StrataError as refused:
+        return StepTimes(launches, queued, None, str(refused), None, str(refused))
+    handover_missing = _handover_missing(kernels)
+    if handover_missing is not None:
+        return StepTimes(launches, queued, replayed, None, None, handover_missing)
+    rt.handover = True
+    try:
+        handed = _replayed(step, repeats)
+    except ReplayDiffers:
+        raise
+    except StrataError as refused:
+        return StepTimes(launches, queued, replayed, None, None, str(refused))
+    finally:
+        rt.handover = False
+    return StepTimes(launches, queued, replayed, None, handed, None)
+
+
+def _handover_missing(kernels: GpuKernels) -> str | None:
+    """Why the step's launches cannot overlap the kernel before them, or None."""
+    target = kernels.code.target
+    capability = archdb.compute_capability(target) or 0
+    if kernels.runtime.handover_missing is None and capability < HANDOVER_CAPABILITY:
+        return f"the {target} code's kernels do not wait for the one before (sm_90 and newer)"
+    return kernels.runtime.handover_missing
+
+
+def _replayed(step: RecordedStep, repeats: int) -> float:
+    """The step's seconds replayed as a graph captured from its launches; the replay must
+    write every output as the calls gave it."""
+    kernels, rt = step.kernels, step.kernels.runtime
+    graph = _capture(kernels, step.launches)
     try:
         executable = rt.instantiate(graph)
-    except StrataError as refused:
+    except StrataError:
         rt.destroy_graph(graph, None)
-        return StepTimes(len(step.launches), queued, None, str(refused))
+        raise
     try:
         replay = [lambda: rt.launch_graph(executable, kernels.stream)]
-        replayed = statistics.median(kernels.launch_timed(replay, []) for _ in range(repeats))
+        seconds = statistics.median(kernels.launch_timed(replay, []) for _ in range(repeats))
         if not step.outputs_again(replay[0]):
-            raise StrataError(
+            raise ReplayDiffers(
                 "the decode step replayed as a graph gave other results than its calls"
             )
     finally:
         rt.destroy_graph(graph, executable)
-    return StepTimes(len(step.launches), queued, replayed, None)
+    return seconds
 
 
 def _capture(kernels: GpuKernels, launches: Sequence[Callable[[], None]]) -> Any:

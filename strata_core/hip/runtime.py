@@ -37,6 +37,8 @@ class HipRuntime:
             raise StrataError(f"no HIP runtime found (tried {', '.join(tried)})")
         self.lib, self.path = lib, path
         self.graphs_missing = missing_calls(lib, GRAPH_CALLS, path)
+        self.handover_missing: str | None = "HIP has no programmatic dependent launch"
+        self.handover = False
 
     def check(self, status: int, call: str) -> None:
         if status != HIP_SUCCESS:

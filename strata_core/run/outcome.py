@@ -66,6 +66,10 @@ class StepReport:
     queued_s: float
     graph_s: float | None
     graph_missing: str | None
+    #: replayed as a graph whose launches overlap the kernel before (programmatic dependent
+    #: launch); None where the card or runtime cannot (``handover_missing`` says why)
+    handover_s: float | None = None
+    handover_missing: str | None = None
 
     def share_of_read(self, seconds: float, read_gbs: float) -> float:
         """The step's read rate in ``seconds`` as a share of ``read_gbs``."""
