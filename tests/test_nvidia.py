@@ -239,6 +239,18 @@ def test_a_driver_that_misbehaves_is_one_line_and_one_card(
         assert nvidia[0]["vram_bytes"] is None
 
 
+def test_ten_thousand_nvml_devices_are_ten_thousand_cards(nvidia_tree, env, stand_in, with_driver):
+    """Each at its own PCI address, in NVML order (grouping the reports is linear: it was
+    quadratic, and 10,000 cards took 32 s)."""
+    answer = devices_json(
+        nvidia_tree, with_driver(env, stand_in, STAND_IN_NVML_COUNT="10000")
+    )
+    described = [d for d in answer["devices"] if "nvidia" in d["seen_by"]]
+    assert [d["index"] for d in described] == list(range(10_000))
+    assert len({d["pci"] for d in described}) == 10_000
+    assert described[-1]["pci"] == "0101:38:0f.0" and described[-1]["name"] == "NVIDIA H200"
+
+
 A100_MIGS = "MIG-a100aaaa-0001:10+MIG-a100aaaa-0002:20"
 TWO_CARDS = (
     "NVIDIA H200,00000000:41:00.0,9.0,141,GPU-aaaa1111-0000-0000;"
