@@ -123,7 +123,7 @@ def _nvidia_devices(merged: list[dict[str, Any]], listed: bool) -> list[Device]:
         devices.append(
             Device(
                 index=index,
-                name=facts["name"] or f"NVIDIA GPU at {facts['pci']}",
+                name=facts["name"] or f"NVIDIA GPU at {facts['pci'] or 'an unknown address'}",
                 gfx=target,
                 physical_gfx=target,
                 family=archdb.family_of(target),
