@@ -20,6 +20,8 @@ import stat
 import sys
 import zlib
 
+from . import bounded
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the cache's path
 if TYPE_CHECKING:
     from typing import Any
@@ -54,17 +56,19 @@ class Recorder:
         self.dirs: set[str] = set()
         self.refusals: list[str] = []
 
-    def read_text(self, path: str | os.PathLike[str]) -> str:
-        """The file's text (OSError, UnicodeDecodeError as ``open`` raises them). Only a
-        regular file is opened: a FIFO, a device or a folder is an OSError, never read."""
+    def read_text(
+        self, path: str | os.PathLike[str], bound: bounded.Bound = bounded.DOCUMENT
+    ) -> str:
+        """The file's UTF-8 text (OSError, UnicodeDecodeError as ``open`` raises them; a file
+        past ``bound`` is bounded.TooLarge, read no further). Only a regular file is opened:
+        a FIFO, a device or a folder is an OSError, never read."""
         kind = stat.S_IFMT(os.stat(path).st_mode)
         if kind == stat.S_IFDIR:
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
         if kind != stat.S_IFREG:
             raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
         self.files.add(os.fspath(path))
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
+        return bounded.read_text(path, bound)
 
     def is_file(self, path: str | os.PathLike[str]) -> bool:
         self.files.add(os.fspath(path))
@@ -119,9 +123,12 @@ def _entry_path(key: str, env: dict[str, str]) -> str:
 
 
 def _content(path: str) -> list[int] | None:
+    """What a file read by a Recorder holds: its length and CRC; a file past the largest
+    bound an input is read with, only that (it was refused unread); None where unreadable."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        data = bounded.read_bytes(path, bounded.LARGEST_INPUT)
+    except bounded.TooLarge:
+        return [-1, -1]
     except OSError:
         return None
     return [len(data), zlib.crc32(data)]
@@ -153,11 +160,7 @@ def lookup(argv: list[str], env: dict[str, str]) -> dict[str, Any] | None:
     if not _enabled(env):
         return None
     key = _key(argv, env)
-    try:
-        with open(_entry_path(key, env), "rb") as handle:
-            entry = marshal.load(handle)
-    except (OSError, ValueError, EOFError, TypeError):
-        return None
+    entry = read_entry(_entry_path(key, env))
     if not isinstance(entry, dict) or entry.get("key") != key:
         return None
     checks = ((_content, entry["files"]), (listing, entry["dirs"]), (stat_of, entry["stats"]))
@@ -189,6 +192,15 @@ def store(
         "stats": {p: stat_of(p) for p in stats},
     }
     write_entry(_entry_path(key, env), entry)
+
+
+def read_entry(path: str) -> Any:
+    """What the marshal file at ``path`` holds; None where it is missing, unreadable, past
+    bounded.CACHE_ENTRY or not a marshal file."""
+    try:
+        return marshal.loads(bounded.read_bytes(path, bounded.CACHE_ENTRY))
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
 
 
 def write_entry(path: str, entry: dict[str, Any]) -> None:

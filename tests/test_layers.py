@@ -16,6 +16,7 @@ GROUND = {
     "strata_core",
     "strata_core.answer_cache",
     "strata_core.archdb",
+    "strata_core.bounded",
     "strata_core.child",
     "strata_core.digits",
     "strata_core.errors",

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import marshal
 import os
 import sys
 import zlib
@@ -60,11 +59,7 @@ def entry_points(group: str, env: dict[str, str]) -> Sequence[IndexedEntryPoint 
     else from ``importlib.metadata`` (and the index written anew)."""
     path = _index_path(group, env)
     state = _installed()
-    try:
-        with open(path, "rb") as handle:
-            index = marshal.load(handle)
-    except (OSError, ValueError, EOFError, TypeError):
-        index = None
+    index = answer_cache.read_entry(path)
     if isinstance(index, dict) and index.get("state") == state:
         return [
             IndexedEntryPoint(name, module, attr, Distribution(*dist) if dist else None)

@@ -10,7 +10,6 @@ records one for good.
 
 from __future__ import annotations
 
-import marshal
 import os
 import time
 import zlib
@@ -20,7 +19,7 @@ from typing import Any
 
 import attrs
 
-from ..answer_cache import Recorder, directory, write_entry
+from ..answer_cache import Recorder, directory, read_entry, write_entry
 from ..api.records import Workload
 from ..people import counted
 
@@ -138,11 +137,7 @@ def _kept(key: str, env: Mapping[str, str], recorder: Recorder) -> dict[str, Any
         return None
     path = _kept_path(key, env)
     recorder.stat(path)
-    try:
-        with open(path, "rb") as handle:
-            entry = marshal.load(handle)
-    except (OSError, ValueError, EOFError, TypeError):
-        return None
+    entry = read_entry(str(path))
     fresh = isinstance(entry, dict) and entry.get("key") == key
     return entry if fresh and 0 <= time.time() - entry.get("when", 0) < KEPT_S else None
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ..bounded import CHILD_ANSWER, read_bytes
 from ..errors import NoGpuRun, StrataError
 from ..plan.plan import RunSettings
 from ..tuning.dispatch import say
@@ -141,7 +142,7 @@ def _answer(
         raise NoGpuRun(f"{what} failed (exit status {status}: {last})")
     if not (where / ANSWER).is_file():
         raise NoGpuRun(f"{what} ended without an answer (exit status 0: {last})")
-    answer = json.loads((where / ANSWER).read_text())
+    answer = json.loads(read_bytes(where / ANSWER, CHILD_ANSWER))
     for level, line in answer.get("said", ()):
         say(level, line)
     if "no_gpu" in answer:
