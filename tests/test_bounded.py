@@ -14,6 +14,7 @@ from cli_runner import strata_core
 
 from strata_core import answer_cache, bounded
 from strata_core.answer_cache import Recorder
+from strata_core.child import ChildFailed, run_json_forked
 from strata_core.testing.sysfs import R9700, RX_7900_XTX, write_sysfs
 
 run = partial(strata_core, check=False)
@@ -117,3 +118,15 @@ def test_a_huge_cache_entry_is_a_miss_read_no_further(tmp_path):
     assert said[0] == "None"
     assert int(said[1]) < 256 << 10
 
+
+def test_a_childs_answer_past_its_bound_is_one_line():
+    big = bounded.CHILD_ANSWER.limit
+
+    def probe(env):
+        return {"padding": "x" * big}
+
+    with pytest.raises(ChildFailed) as failed:
+        run_json_forked(probe, {}, 60, "NVML probe", Recorder())
+    assert str(failed.value) == (
+        "NVML probe gave an answer over 64 MiB, the most strata reads of a child's answer"
+    )

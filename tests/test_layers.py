@@ -25,6 +25,7 @@ GROUND = {
     "strata_core.log",
     "strata_core.people",
     "strata_core.q8",
+    "strata_core.stopping",
     "strata_core.streams",
 }
 #: the console script and `python -m strata_core`, above every command
