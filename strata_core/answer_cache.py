@@ -29,6 +29,8 @@ import stat
 import sys
 import zlib
 
+from . import bounded
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the cache's path
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -71,13 +73,16 @@ class Recorder:
         self.owners: dict[str, list[int] | None] = {}
         self.refusals: list[str] = []
 
-    def read_text(self, path: str | os.PathLike[str]) -> str:
+    def read_text(
+        self, path: str | os.PathLike[str], bound: bounded.Bound = bounded.DOCUMENT
+    ) -> str:
         """The file's text (OSError, UnicodeDecodeError as ``open`` raises them, newlines
-        read as ``open`` reads them). Only a regular file is read: a FIFO, a device or a
-        folder is an OSError, and the answer is not kept."""
+        read as ``open`` reads them; a file past ``bound`` is bounded.TooLarge, read no
+        further). Only a regular file is read: a FIFO, a device or a folder is an OSError,
+        and the answer is not kept."""
         name = os.fspath(path)
         try:
-            data, opened = read_regular(name)
+            data, opened = read_regular(name, bound)
         except FileNotFoundError:
             self._note(self.files, name, None)
             raise
@@ -138,19 +143,20 @@ class Recorder:
             self.refuse(f"{name} changed while the command ran")
 
 
-def read_regular(path: str) -> tuple[bytes, os.stat_result]:
+def read_regular(
+    path: str, bound: bounded.Bound = bounded.LARGEST_INPUT
+) -> tuple[bytes, os.stat_result]:
     """The content of the regular file at ``path`` and its stat when it was opened; OSError
-    where it is missing, unreadable or not a regular file (a FIFO is never waited on)."""
+    where it is missing, unreadable or not a regular file (a FIFO is never waited on),
+    bounded.TooLarge past ``bound``."""
     kind = stat.S_IFMT(os.stat(path).st_mode)  # a device is not even opened
     if kind == stat.S_IFREG:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         try:
             opened = os.fstat(fd)
             if stat.S_ISREG(opened.st_mode):
-                chunks = []
-                while chunk := os.read(fd, 1 << 16):
-                    chunks.append(chunk)
-                return b"".join(chunks), opened
+                with open(fd, "rb", buffering=0, closefd=False) as handle:
+                    return bounded.read_handle(handle, bound, path), opened
             kind = stat.S_IFMT(opened.st_mode)
         finally:
             os.close(fd)
@@ -276,7 +282,7 @@ def read_entry(env: dict[str, str], name: str, warn: Callable[[str], None] | Non
             )
             return None
         try:
-            return marshal.load(handle)
+            return marshal.loads(bounded.read_handle(handle, bounded.CACHE_ENTRY, path))
         except (OSError, ValueError, EOFError, TypeError):
             return None
 

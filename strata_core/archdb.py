@@ -12,6 +12,7 @@ from pathlib import Path
 
 import attrs
 
+from . import bounded
 from .digits import is_digits
 
 DATA = Path(__file__).with_name("archdb.toml")
@@ -79,7 +80,7 @@ def load(path: Path = DATA) -> dict[str, Arch]:
     """Every row of the database at ``path``, by target; a row with an unknown or missing
     field is a TypeError, a mistyped value a TypeError or ValueError (attrs checks them, so
     that reading the database needs no cattrs)."""
-    rows = tomllib.loads(path.read_text(encoding="utf-8"))
+    rows = tomllib.loads(bounded.read_text(path, bounded.ARCH_DATABASE))
     return {target: Arch(target=target, **row) for target, row in rows.items()}
 
 

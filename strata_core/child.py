@@ -1,7 +1,9 @@
 """Run a probe in a child process with a time limit and read its one JSON answer, so that
 native code that crashes, hangs or prints cannot take the caller down: a module in a new
 Python (run_json_module), or a function in a fork of this process (run_json_forked), which
-costs a millisecond instead of a Python start."""
+costs a millisecond instead of a Python start. Either child is ended with the command that
+started it, from whatever thread (strata_core.stopping), and its answer is read within
+bounded.CHILD_ANSWER."""
 
 from __future__ import annotations
 
@@ -12,15 +14,49 @@ import selectors
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import IO, Any
 
+from . import bounded, stopping
 from .answer_cache import Recorder
+
+#: what is kept of what a child says besides its answer: its last line is why it failed
+OUTPUT_TAIL = 1 << 16
 
 
 class ChildFailed(Exception):
     """The child gave no answer; the message says why in one line."""
+
+
+class ForkedChild:
+    """A forked child as stopping.Child: signalled only until it is reaped (its pid is then
+    free for another process), reaped once whichever thread waits first."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.status: int | None = None
+        self._lock = threading.Lock()
+
+    def kill(self) -> None:
+        with self._lock:
+            if self.status is None:
+                os.kill(self.pid, signal.SIGKILL)
+
+    def wait(self) -> int:
+        """Its exit status as subprocess gives it (-N: killed by signal N)."""
+        with self._lock:
+            if self.status is not None:
+                return self.status
+        try:  # waited for unreaped, so that kill() never meets a pid that is free
+            os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
+        except ChildProcessError:
+            pass  # the other thread reaped it and sets its status under the lock
+        with self._lock:
+            if self.status is None:
+                self.status = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+            return self.status
 
 
 def run_json_module(
@@ -33,28 +69,14 @@ def run_json_module(
 ) -> dict[str, Any]:
     """The JSON answer of ``python -m module ARGS``; ChildFailed, with one line saying what
     went wrong, when it gave none (and then the command's answer is not one to cache)."""
-    try:
-        child = subprocess.run(
-            [sys.executable, "-m", module, *args],
-            env=dict(env),
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-        )
-    except subprocess.TimeoutExpired:
-        recorder.refuse(f"{what} timed out")
-        raise ChildFailed(f"{what} gave no answer within {timeout_s:g} s") from None
-    if child.returncode != 0:
-        recorder.refuse(f"{what} failed")
-        last = (child.stderr.strip().splitlines() or ["no message"])[-1]
-        raise ChildFailed(f"{what} failed (exit status {child.returncode}: {last})")
-    try:
-        answer = json.loads(child.stdout)
-    except json.JSONDecodeError:
-        answer = None
-    if not isinstance(answer, dict):
-        raise ChildFailed(f"{what} printed no JSON object")
-    return answer
+    child = subprocess.Popen(
+        [sys.executable, "-m", module, *args],
+        env=dict(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdout is not None and child.stderr is not None
+    return _answer(child, child.stdout, child.stderr, timeout_s, what, recorder)
 
 
 def run_json_forked(
@@ -92,41 +114,67 @@ def run_json_forked(
             os._exit(status)
     os.close(answer_w)
     os.close(output_w)
-    received = {answer_r: bytearray(), output_r: bytearray()}
-    deadline = time.monotonic() + timeout_s
-    hung = True  # until the child is seen to close its pipes: a Ctrl-C here ends it too
-    try:
-        with selectors.DefaultSelector() as selector:
-            for fd in received:
-                selector.register(fd, selectors.EVENT_READ)
-            while selector.get_map() and (left := deadline - time.monotonic()) > 0:
-                for key, _ in selector.select(left):
-                    chunk = os.read(key.fd, 65536)
-                    if chunk:
-                        received[key.fd] += chunk
-                    else:
-                        selector.unregister(key.fd)
-            hung = bool(selector.get_map())
-    finally:
-        os.close(answer_r)
-        os.close(output_r)
-        if hung:
-            os.kill(pid, signal.SIGKILL)
-        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-    if hung:
+    answer, output = os.fdopen(answer_r, "rb", buffering=0), os.fdopen(output_r, "rb", 0)
+    return _answer(ForkedChild(pid), answer, output, timeout_s, what, recorder)
+
+
+def _answer(
+    child: stopping.Child,
+    answer: IO[bytes],
+    output: IO[bytes],
+    timeout_s: float,
+    what: str,
+    recorder: Recorder,
+) -> dict[str, Any]:
+    """The JSON object ``child`` writes on ``answer`` within ``timeout_s`` (what it says on
+    ``output`` gives the reason it failed); ChildFailed where there is none. The child never
+    outlives this call, and is ended with the command where that is stopped first."""
+    with stopping.running(child):
+        with answer, output:
+            received, said, late = _read(answer, output, time.monotonic() + timeout_s)
+        if late or len(received) > bounded.CHILD_ANSWER.limit:
+            child.kill()
+        code = child.wait()
+    if late:
         recorder.refuse(f"{what} timed out")
         raise ChildFailed(f"{what} gave no answer within {timeout_s:g} s")
+    if len(received) > bounded.CHILD_ANSWER.limit:
+        recorder.refuse(f"{what} failed")
+        raise ChildFailed(f"{what} gave an answer {bounded.CHILD_ANSWER.exceeded()}")
     if code != 0:
         recorder.refuse(f"{what} failed")
-        said = received[output_r].decode(errors="replace").strip().splitlines()
-        raise ChildFailed(f"{what} failed (exit status {code}: {(said or ['no message'])[-1]})")
+        last = (said.decode(errors="replace").strip().splitlines() or ["no message"])[-1]
+        raise ChildFailed(f"{what} failed (exit status {code}: {last})")
     try:
-        answer = json.loads(received[answer_r])
-    except json.JSONDecodeError:
-        answer = None
-    if not isinstance(answer, dict):
+        parsed = json.loads(received)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        parsed = None
+    if not isinstance(parsed, dict):
         raise ChildFailed(f"{what} printed no JSON object")
-    return answer
+    return parsed
+
+
+def _read(answer: IO[bytes], output: IO[bytes], deadline: float) -> tuple[bytes, bytes, bool]:
+    """What a child writes on its two pipes until it closes both; its answer read to one
+    byte past bounded.CHILD_ANSWER, of its other output the last OUTPUT_TAIL bytes; and
+    whether ``deadline`` passed first."""
+    received = {answer.fileno(): bytearray(), output.fileno(): bytearray()}
+    with selectors.DefaultSelector() as selector:
+        for fd in received:
+            selector.register(fd, selectors.EVENT_READ)
+        while selector.get_map() and (left := deadline - time.monotonic()) > 0:
+            for key, _ in selector.select(left):
+                chunk = os.read(key.fd, bounded.CHUNK)
+                if not chunk:
+                    selector.unregister(key.fd)
+                    continue
+                received[key.fd] += chunk
+                if key.fd == output.fileno():
+                    del received[key.fd][:-OUTPUT_TAIL]
+                elif len(received[key.fd]) > bounded.CHILD_ANSWER.limit:
+                    return bytes(received[key.fd]), bytes(received[output.fileno()]), False
+        late = bool(selector.get_map())
+    return bytes(received[answer.fileno()]), bytes(received[output.fileno()]), late
 
 
 def answer_json(compute: Callable[[], Any]) -> None:

@@ -29,7 +29,7 @@ from strata_core.host.library import HostLibrary
 from strata_core.plan import profile
 from strata_core.plan.plan import RunSettings
 from strata_core.run import workload
-from strata_core.run.child_process import _run_child
+from strata_core.run.child_process import _run_child, last_words
 from strata_core.run.gpu_backend import KernelGemm
 from strata_core.run.runner import HostReference
 from strata_core.testing.sysfs import MI50, R9700, RX_7900_XTX, fake_gpu, write_sysfs
@@ -353,6 +353,33 @@ def test_a_runtime_that_crashes_on_load_is_one_line_and_the_host_runs(stand_in, 
         "workload"
     ) in result.stderr.splitlines()
     assert json.loads(result.stdout)["backend"] == "host"
+
+
+def test_a_gpu_child_that_ends_early_says_so_without_a_warning_of_its_own(stand_in, env, tmp_path):
+    """A runtime that ends the process (exit status 0) leaves no answer: the line says so,
+    with no Python warning of the child's as the runtime's reason."""
+    root = write_sysfs(tmp_path, [R9700])
+    carried = env | {"STRATA_HIP_LIBRARY": stand_in, "STAND_IN_FAULT": "exit-on-load"}
+    result = strata_core("run", "--json", "--profile", str(TINY), "--sysfs", str(root), env=carried)
+    assert (
+        "strata-core: the GPU run (HIP runtime libamdhip64.so.7) ended without an answer (exit "
+        "status 0: no message); the host backend runs the workload"
+    ) in result.stderr.splitlines()
+    assert "Warning" not in result.stderr
+    assert json.loads(result.stdout)["backend"] == "host"
+
+
+def test_the_childs_own_python_warnings_are_not_the_runtimes_reason():
+    said = (
+        "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!\n"
+        "/x/numpy/core/getlimits.py:89: UserWarning: The value of the smallest subnormal\n"
+        "  return self._float_to_str(self.smallest_subnormal)\n"
+        "<frozen runpy>:128: RuntimeWarning: 'strata_core.run.gpu_child' found in sys.modules\n"
+    )
+    assert last_words(said) == (
+        "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"
+    )
+    assert last_words("<frozen runpy>:128: RuntimeWarning: found\n\n") == "no message"
 
 
 def test_a_runtime_that_hangs_is_stopped_at_the_time_limit_and_the_host_runs(

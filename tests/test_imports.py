@@ -5,6 +5,7 @@ launcher and the cache."""
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -107,3 +108,27 @@ def test_devices_loads_detection_and_not_the_rest_of_the_pipeline(env, tree, com
     rest = ["strata_core.plan.pipeline", "strata_core.plan.profile", "strata_core.plan.detection"]
     used = imported(env | {"STRATA_CACHE": "0"}, *command, "--sysfs", tree, among=rest)
     assert used == {"strata_core.plan.detection"}
+
+
+def _child_entries() -> list[str]:
+    """Every module that runs as ``python -m MODULE`` in a child (it ends with a main block)."""
+    package = Path(__file__).resolve().parent.parent / "strata_core"
+    return sorted(
+        "strata_core." + ".".join(path.relative_to(package).with_suffix("").parts)
+        for path in package.rglob("*.py")
+        if 'if __name__ == "__main__":' in path.read_text()
+        and path.name != "__main__.py"
+    )
+
+
+@pytest.mark.parametrize("entry", _child_entries())
+def test_no_package_imports_the_child_entry_that_python_m_runs(entry):
+    """runpy warns of an entry its package imported before it runs, and that warning was once
+    the last line of a GPU child that died, said as the driver's reason."""
+    package = entry.rpartition(".")[0]
+    check = f"import sys, {package}; print({entry!r} in sys.modules)"
+    result = subprocess.run(
+        [sys.executable, "-c", check], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False"]

@@ -16,6 +16,7 @@ GROUND = {
     "strata_core",
     "strata_core.answer_cache",
     "strata_core.archdb",
+    "strata_core.bounded",
     "strata_core.child",
     "strata_core.digits",
     "strata_core.errors",
@@ -24,6 +25,7 @@ GROUND = {
     "strata_core.log",
     "strata_core.people",
     "strata_core.q8",
+    "strata_core.stopping",
     "strata_core.streams",
     "strata_core.trust",
 }

@@ -225,24 +225,95 @@ def test_gpus_names_cuda_devices_when_the_cuda_backend_runs(nvidia_tree, env, st
 @pytest.mark.parametrize(
     ("fault", "said"),
     [
-        ("handle-fails", "nvmlDeviceGetHandleByIndex(0): Unknown Error (999)"),
+        (
+            "handle-fails",
+            "device 0: its handle refused (Unknown Error (999)); taken to be the NVIDIA card at "
+            f"{PCI}",
+        ),
+        (
+            "device-calls-fail",
+            "device 0: name, UUID, PCI address, memory size and compute capability refused "
+            f"(Unknown Error (999)); taken to be the NVIDIA card at {PCI}",
+        ),
         ("huge-memory", "device 0: 18446744073709551615 bytes of memory; expected up to 1 PiB"),
     ],
 )
 def test_a_driver_that_misbehaves_is_one_line_and_one_card(
     nvidia_tree, env, stand_in, with_driver, fault, said
 ):
-    """A card NVML cannot open is said once and no card "at None"; a memory size past 1 PiB
+    """A card NVML cannot open, or whose every fact it refuses, is said once, by its index,
+    and is the one card at its PCI address, never a card "at None"; a memory size past 1 PiB
     (the KFD reader's cap) is no size and never the most VRAM."""
     result = run("devices", "--json", "--sysfs", str(nvidia_tree),
                  env=with_driver(env, stand_in, STAND_IN_FAULT=fault))  # fmt: skip
+    assert result.returncode == 0, result.stderr
     answer = json.loads(result.stdout)
-    nvidia = [d for d in answer["devices"] if d["pci"] == PCI]
-    assert len(nvidia) == 1 and "None" not in (nvidia[0]["name"] or "")
+    nvidia = [d for d in answer["devices"] if d["vendor"] == "nvidia"]
+    assert len(nvidia) == 1 and nvidia[0]["pci"] == PCI and nvidia[0]["index"] == 0
+    assert "None" not in json.dumps(nvidia)
     problems = [w for w in answer["warnings"] if "NVML" in w]
-    assert len(problems) == 1 and said in problems[0], problems
+    assert problems == [f"NVML {with_driver(env, stand_in)['STRATA_NVML_LIBRARY']} (driver "
+                        f"580.159.04, CUDA 13.0): {said}"]  # fmt: skip
     if fault == "huge-memory":
         assert nvidia[0]["vram_bytes"] is None
+    else:
+        assert nvidia[0]["gfx"] == "sm_unknown" and nvidia[0]["seen_by"] == ["pci", "nvidia"]
+
+
+def test_cards_whose_facts_are_refused_are_placed_at_the_free_pci_functions_in_order(
+    tmp_path, env, stand_in, with_driver
+):
+    root = write_nvidia_gpu(write_nvidia_gpu(tmp_path / "sys", PCI), "0000:c1:00.0")
+    more = {"STAND_IN_NVML_CARDS": TWO_CARDS, "STAND_IN_FAULT": "device-calls-fail"}
+    result = run("devices", "--sysfs", str(root), env=with_driver(env, stand_in, **more))
+    assert result.returncode == 0, result.stderr
+    refused = [line for line in result.stderr.splitlines() if "refused" in line]
+    assert [line.split(": device ")[1].split(";")[1] for line in refused] == [
+        f" taken to be the NVIDIA card at {PCI}",
+        " taken to be the NVIDIA card at 0000:c1:00.0",
+    ]
+    table = [line.split() for line in result.stdout.splitlines() if "NVIDIA GPU at" in line]
+    assert [(row[0], row[4]) for row in table] == [("0", PCI), ("1", "0000:c1:00.0")]
+    assert "None" not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("card", "said"),
+    [
+        (
+            {"pci": "41:00", "name": "", "capability": [100, 0], "uuid": 7},
+            "device 0: name '' is no text; UUID 7 is no text; PCI address '41:00' is not "
+            "domain:bus:device.function; compute capability [100, 0] is no MAJOR.MINOR of a "
+            "card; known by its index only (1 card without a PCI address, 0 NVIDIA PCI "
+            "functions without a card)",
+        ),
+        (
+            {"pci": PCI, "total_mem": -1, "refused": {"name": "Not Supported (3)"}},
+            "device 0: name refused (Not Supported (3)); -1 bytes of memory; expected up to 1 PiB",
+        ),
+        ("a card", "device 0: not described; known by its index only (1 card without a PCI "
+                   "address, 0 NVIDIA PCI functions without a card)"),  # fmt: skip
+    ],
+)
+def test_each_fact_nvml_gives_is_checked_and_a_card_is_one_line(card, said):
+    found = nvidia.interpret({"library": "libnvidia-ml.so.1", "devices": [card]}, {})
+    assert found.problems == (f"NVML libnvidia-ml.so.1: {said}",)
+    (report,) = found.reports
+    # named by its index where its PCI address is unknown too (else "NVIDIA GPU at PCI")
+    assert report.name == (None if report.pci else "NVML device 0")
+    assert report.vram_bytes is None and report.gfx is None
+
+
+def test_ten_thousand_nvml_devices_are_ten_thousand_cards(nvidia_tree, env, stand_in, with_driver):
+    """Each at its own PCI address, in NVML order (grouping the reports is linear: it was
+    quadratic, and 10,000 cards took 32 s)."""
+    answer = devices_json(
+        nvidia_tree, with_driver(env, stand_in, STAND_IN_NVML_COUNT="10000")
+    )
+    described = [d for d in answer["devices"] if "nvidia" in d["seen_by"]]
+    assert [d["index"] for d in described] == list(range(10_000))
+    assert len({d["pci"] for d in described}) == 10_000
+    assert described[-1]["pci"] == "0101:38:0f.0" and described[-1]["name"] == "NVIDIA H200"
 
 
 A100_MIGS = "MIG-a100aaaa-0001:10+MIG-a100aaaa-0002:20"

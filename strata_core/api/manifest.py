@@ -8,6 +8,7 @@ from pathlib import Path
 
 import attrs
 
+from .. import bounded
 from .records import KernelLibrary
 
 MANIFEST = "build.json"
@@ -47,7 +48,7 @@ def load(directory: Path) -> KernelLibrary:
     exception."""
     path = directory / MANIFEST
     try:
-        manifest = structure(json.loads(path.read_text()))
+        manifest = structure(json.loads(bounded.read_text(path, bounded.BUILD_MANIFEST)))
     except FileNotFoundError:
         return KernelLibrary(
             directory,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import attrs
 
-from .. import __version__
+from .. import __version__, bounded
 from ..answer_cache import ENV_PREFIXES
 from ..api.manager import PluginRecord
 from ..plan import config as run_config
@@ -76,11 +76,11 @@ class EnvReport:
 def os_name() -> str:
     """The distribution's PRETTY_NAME (os-release), else the platform's name."""
     try:
-        for line in Path("/etc/os-release").read_text(encoding="utf-8").splitlines():
+        for line in bounded.read_text("/etc/os-release", bounded.SYSTEM_FILE).splitlines():
             key, _, value = line.partition("=")
             if key == "PRETTY_NAME":
                 return value.strip().strip('"')
-    except OSError:
+    except (OSError, UnicodeDecodeError):
         pass
     return platform.platform()
 
@@ -105,9 +105,10 @@ def numpy_blas() -> NumpyFacts:
 
 def _first_line(path: Path) -> str | None:
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        data = bounded.read_bytes(path, bounded.SYSTEM_FILE)
     except OSError:
         return None
+    lines = data.decode("utf-8", errors="replace").splitlines()
     return lines[0].strip() if lines else None
 
 

@@ -13,6 +13,7 @@ from collections.abc import Collection, Sequence
 
 from .. import __version__, log
 from ..errors import StrataError
+from ..stopping import ended_when_stopped
 from .help import as_help_option
 from .options import logging_options
 from .usage import (
@@ -172,7 +173,8 @@ def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) ->
             "stays on"
         )
     try:
-        return command(args.command).run(args, env, recorder)
+        with ended_when_stopped():  # Ctrl-C and SIGTERM end every probe child first
+            return command(args.command).run(args, env, recorder)
     except StrataError as exc:
         return _fail(str(exc), 2, getattr(args, "json", False))
     except BrokenPipeError:

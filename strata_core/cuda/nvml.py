@@ -30,8 +30,7 @@ def query(env: Mapping[str, str]) -> dict[str, Any]:
     answer: dict[str, Any] = {"library": path, "devices": []}
 
     def failed(call: str, status: int) -> dict[str, Any]:
-        text = ffi.string(lib.nvmlErrorString(status)).decode(errors="replace")
-        return answer | {"error": f"{call}: {text} ({status})"}
+        return answer | {"error": f"{call}: {error_text(ffi, lib, status)}"}
 
     status = lib.nvmlInit_v2()
     if status != lib.NVML_SUCCESS:
@@ -51,7 +50,9 @@ def query(env: Mapping[str, str]) -> dict[str, Any]:
         for index in range(count[0]):
             status = lib.nvmlDeviceGetHandleByIndex_v2(index, handle)
             if status != lib.NVML_SUCCESS:
-                return failed(f"nvmlDeviceGetHandleByIndex({index})", status)
+                refused = {"handle": error_text(ffi, lib, status)}
+                answer["devices"].append({"index": index, "refused": refused})
+                continue
             answer["devices"].append(card_facts(ffi, lib, handle[0]) | {"index": index})
     finally:
         lib.nvmlShutdown()
@@ -60,23 +61,36 @@ def query(env: Mapping[str, str]) -> dict[str, Any]:
 
 def card_facts(ffi: Any, lib: Any, device: Any) -> dict[str, Any]:
     """One card's name, UUID, PCI address, memory, compute capability and MIG devices; a fact
-    the driver does not give is left out."""
+    the driver refuses is left out, and its refusal kept under ``refused`` (an unchecked
+    answer: strata_core.detect.nvml_facts checks it)."""
     facts: dict[str, Any] = {}
+    refused: dict[str, str] = {}
+
+    def asked(fact: str, status: int) -> bool:
+        if status != lib.NVML_SUCCESS:
+            refused[fact] = error_text(ffi, lib, status)
+        return bool(status == lib.NVML_SUCCESS)
+
     text = ffi.new("char[]", lib.NVML_TEXT_BUFFER_SIZE)
     for key, call in (("name", lib.nvmlDeviceGetName), ("uuid", lib.nvmlDeviceGetUUID)):
-        if call(device, text, len(text)) == lib.NVML_SUCCESS:
+        if asked(key, call(device, text, len(text))):
             facts[key] = ffi.string(text).decode(errors="replace")
     pci = ffi.new("nvmlPciInfo_t *")
-    if lib.nvmlDeviceGetPciInfo_v3(device, pci) == lib.NVML_SUCCESS:
+    if asked("pci", lib.nvmlDeviceGetPciInfo_v3(device, pci)):
         facts["pci"] = sysfs_address(ffi.string(pci.busId).decode(errors="replace"))
     memory = ffi.new("nvmlMemory_t *")
-    if lib.nvmlDeviceGetMemoryInfo(device, memory) == lib.NVML_SUCCESS:
+    if asked("memory", lib.nvmlDeviceGetMemoryInfo(device, memory)):
         facts["total_mem"] = memory.total
     major, minor = ffi.new("int *"), ffi.new("int *")
-    if lib.nvmlDeviceGetCudaComputeCapability(device, major, minor) == lib.NVML_SUCCESS:
-        facts["target"] = f"sm_{major[0]}{minor[0]}"
+    if asked("capability", lib.nvmlDeviceGetCudaComputeCapability(device, major, minor)):
+        facts["capability"] = [major[0], minor[0]]
     facts["mig"] = _mig_devices(ffi, lib, device)
-    return facts
+    return facts | ({"refused": refused} if refused else {})
+
+
+def error_text(ffi: Any, lib: Any, status: int) -> str:
+    """``Unknown Error (999)``: what nvmlErrorString says of a status, and the status."""
+    return f"{ffi.string(lib.nvmlErrorString(status)).decode(errors='replace')} ({status})"
 
 
 def _mig_devices(ffi: Any, lib: Any, device: Any) -> list[dict[str, Any]]:

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from ..answer_cache import Recorder
+from ..bounded import SYSFS_ATTRIBUTE
 
 PCI_DEVICES = Path("bus/pci/devices")
 KFD_NODES = Path("class/kfd/kfd/topology/nodes")
@@ -26,7 +27,7 @@ def display_functions(sysfs: Path, read: Recorder) -> tuple[list[tuple[str, int]
         for field in ("vendor", "class"):
             path = folder / name / field
             try:
-                text = read.read_text(path).strip()
+                text = read.read_text(path, SYSFS_ATTRIBUTE).strip()
             except FileNotFoundError:
                 break
             except OSError as exc:
@@ -49,7 +50,7 @@ def _kfd_gpu_node(sysfs: Path, read: Recorder) -> str | None:
     folder = sysfs / KFD_NODES
     for name in read.list_dir(folder):
         try:
-            text = read.read_text(folder / name / "properties")
+            text = read.read_text(folder / name / "properties", SYSFS_ATTRIBUTE)
         except (OSError, UnicodeDecodeError):
             continue
         for line in text.splitlines():

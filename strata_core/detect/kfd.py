@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import archdb, log
+from ..bounded import SYSFS_ATTRIBUTE
 from ..answer_cache import Recorder
 from ..api.hookspec import hookimpl
 from ..api.records import Detection, DetectionContext, DeviceReport
@@ -56,7 +57,7 @@ def parse_properties(path: Path, problems: list[str], read: Recorder) -> dict[st
     is not ``name value`` with a decimal value is a problem for this file only; many such
     lines are one problem that says how many."""
     try:
-        text = read.read_text(path)
+        text = read.read_text(path, SYSFS_ATTRIBUTE)
     except OSError as exc:
         problems.append(f"{path}: cannot read ({exc.strerror or exc}); node skipped")
         return None
@@ -178,7 +179,7 @@ def _read_text(directory: Path | None, name: str, read: Recorder) -> str | None:
     if directory is None:
         return None
     try:
-        return read.read_text(directory / name).strip() or None
+        return read.read_text(directory / name, SYSFS_ATTRIBUTE).strip() or None
     except (OSError, UnicodeDecodeError):
         return None
 
@@ -190,7 +191,7 @@ def _read_counter(
         return None
     path = directory / name
     try:
-        text = read.read_text(path).strip()
+        text = read.read_text(path, SYSFS_ATTRIBUTE).strip()
     except FileNotFoundError:
         return None
     except OSError as exc:

@@ -7,14 +7,14 @@ card; CUDA_VISIBLE_DEVICES is applied here as the driver applies it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from .. import log
 from ..api.hookspec import hookimpl
 from ..api.records import Detection, DetectionContext, DeviceReport
 from ..people import counted
-from .hardware import nvidia_gpu
-from .kfd import MAX_MEMORY_BYTES
+from .hardware import NVIDIA_VENDOR, display_functions, nvidia_gpu
+from .nvml_facts import check_card, memory_size, place_unaddressed
 from .visibility import cuda_visible_devices
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
@@ -55,12 +55,17 @@ def run_probe(context: DetectionContext) -> Detection:
         problem = str(failed)
         hint = " (STRATA_HIP_PROBE_TIMEOUT sets the limit)" if "no answer" in problem else ""
         return Detection(problems=(f"{problem}; NVIDIA cards are known by PCI only{hint}",))
-    return interpret(answer, context.env)
+    functions, _ = display_functions(context.sysfs, context.recorder)
+    nvidia = [address for address, vendor in functions if vendor == NVIDIA_VENDOR]
+    return interpret(answer, context.env, nvidia)
 
 
-def interpret(answer: dict[str, Any], env: Mapping[str, str]) -> Detection:
+def interpret(
+    answer: dict[str, Any], env: Mapping[str, str], functions: Sequence[str] = ()
+) -> Detection:
     """Turn NVML's answer into reports by CUDA ordinal, CUDA_VISIBLE_DEVICES in ``env``
-    applied, and a note."""
+    applied, and a note; each card's facts checked (strata_core.detect.nvml_facts), a card
+    NVML gave no PCI address placed among the NVIDIA PCI ``functions`` sysfs shows."""
     library = answer.get("library")
     if library is None:
         named = answer.get("named")
@@ -74,42 +79,46 @@ def interpret(answer: dict[str, Any], env: Mapping[str, str]) -> Detection:
     where = f"NVML {library}" + (f" ({', '.join(versions)})" if versions else "")
     if "error" in answer:
         return Detection(problems=(f"{where}: {answer['error']}",))
-    cards = answer.get("devices", [])
-    migs = [[m["uuid"] for m in c.get("mig", [])] for c in cards]
-    visible = cuda_visible_devices([c.get("uuid") for c in cards], migs, env)
+    listed = answer.get("devices")
+    cards = [check_card(c, n) for n, c in enumerate(listed if isinstance(listed, list) else [])]
+    place_unaddressed(cards, functions)
+    migs = [[m["uuid"] for m in card.migs] for card in cards]
+    visible = cuda_visible_devices([card.uuid for card in cards], migs, env)
     ordinal = {card: (n, mig) for n, (card, mig) in enumerate(visible.order)}
-    reports, problems = [], []
-    for position, card in enumerate(cards):
-        index, mig = ordinal.get(position, (None, None))
-        name, memory = card.get("name"), card.get("total_mem")
+    reports = []
+    for card in cards:
+        index, mig = ordinal.get(card.position, (None, None))
+        name = card.name or (None if card.pci else f"NVML device {card.position}")
+        memory = card.memory
         if mig is not None:
             name = f"{name} MIG {mig}"
-            memory = next(m.get("total_mem") for m in card["mig"] if m["uuid"] == mig)
-        if (memory or 0) > MAX_MEMORY_BYTES:
-            problems.append(
-                f"{where}: device {position}: {memory} bytes of memory; expected up to 1 PiB"
-            )
-            memory = None
+            chosen = next(m for m in card.migs if m["uuid"] == mig)
+            memory = memory_size(chosen.get("total_mem"), card.problems)
         reports.append(
             DeviceReport(
                 source="nvidia",
-                pci=card.get("pci"),
+                pci=card.pci,
                 cuda_index=index,
-                name=name or None,
-                gfx=card.get("target"),
+                name=name,
+                gfx=card.target,
                 vram_bytes=memory,
                 integrated=False,
                 integrated_evidence="NVML (it lists discrete cards only)",
                 vendor="nvidia",
-                hidden_by=visible.hidden.get(position),
+                hidden_by=visible.hidden.get(card.position),
             )
         )
+    problems = tuple(
+        f"{where}: device {card.position}: {'; '.join(card.problems)}"
+        for card in cards
+        if card.problems
+    )
     shown = counted(len(cards), "device")
     if visible.hidden:
         shown = f"{len(visible.order)} of {shown}"
     return Detection(
         reports=tuple(reports),
-        problems=tuple(problems),
+        problems=problems,
         notes=(f"{where} sees {shown}",),
         complete_for=("nvidia",),
     )

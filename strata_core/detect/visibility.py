@@ -71,8 +71,9 @@ def visible_devices(uuids: Sequence[str | None], env: Mapping[str, str]) -> Visi
         if key not in env:
             continue
         kept = _select(env[key], order, uuids)
+        still = set(kept)
         for position in order:
-            if position not in kept:
+            if position not in still:
                 hidden[position] = f"{key}={env[key]}"
         order = kept
     return Visibility(tuple(order), hidden)

@@ -14,6 +14,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import NoteSection, SymbolTableSection
 
+from .. import bounded
 from ..errors import StrataError
 
 NT_AMDGPU_METADATA = 32
@@ -65,6 +66,7 @@ def read(path: Path) -> CodeObject:
     """Read a code object; a file that is not one stops with its path and what is wrong."""
     try:
         with open(path, "rb") as stream:
+            bounded.check_size(stream, bounded.KERNEL_CODE, str(path))
             elf = ELFFile(stream)
             if elf["e_machine"] != "EM_AMDGPU":
                 raise StrataError(f"{path}: not an AMDGPU code object ({elf['e_machine']})")

@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from .. import archdb
+from .. import archdb, bounded
 from ..api.records import KernelLibrary
 from ..errors import StrataError
 from ..q8 import check_expert_shapes, check_matvec_shapes
@@ -278,7 +278,8 @@ class GpuKernels:
     ) -> None:
         self.runtime, self.code, self.gpu, self.repeats = runtime, code, gpu, repeats
         runtime.set_device(gpu.index)
-        self.module = runtime.load_module(code.path.read_bytes(), code.path.name)
+        image = bounded.read_bytes(code.path, bounded.KERNEL_CODE)
+        self.module = runtime.load_module(image, code.path.name)
         self.functions = {
             op: runtime.function(self.module, code_object.KERNEL_PREFIX + op)
             for op in abi.OPERATIONS

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from .. import bounded
 from ..errors import StrataError
 from .code_object import KERNEL_PREFIX, CodeObject, Kernel, KernelArg
 
@@ -42,7 +43,7 @@ _MAXNTID = re.compile(r"\.maxntid\s+(\d+)\s*,\s*(\d+)\s*,\s*(\d+)")
 def read(path: Path) -> CodeObject:
     """Read a PTX module; a file that is not one stops with its path and what is wrong."""
     try:
-        text = path.read_text(encoding="ascii")
+        text = bounded.read_bytes(path, bounded.KERNEL_CODE).decode("ascii")
     except (OSError, UnicodeDecodeError) as exc:
         raise StrataError(f"{path}: cannot read the PTX module ({exc})") from None
     target = _TARGET.search(text)

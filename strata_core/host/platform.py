@@ -6,6 +6,8 @@ from __future__ import annotations
 import platform
 from pathlib import Path
 
+from .. import bounded
+
 CPUINFO = Path("/proc/cpuinfo")
 
 # x86-64 micro-architecture levels by the /proc/cpuinfo flags each adds (psABI).
@@ -26,9 +28,10 @@ KERNEL_ISAS: tuple[tuple[str, set[str]], ...] = (
 
 def _cpuinfo_field(name: str, cpuinfo: Path) -> str | None:
     try:
-        lines = cpuinfo.read_text().splitlines()
+        data = bounded.read_bytes(cpuinfo, bounded.SYSTEM_FILE)
     except OSError:
         return None
+    lines = data.decode(errors="replace").splitlines()
     return next((line.split(":", 1)[1].strip() for line in lines if line.startswith(name)), None)
 
 

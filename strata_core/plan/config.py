@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from .. import bounded
 from ..answer_cache import Recorder
 from ..digits import is_digits
 from ..errors import StrataError
@@ -302,7 +303,7 @@ def with_env(path: Path, values: Mapping[str, str], note: str = "") -> tuple[str
     config gets ``note`` as each new value's comment (JSON has no comments)."""
     import tomlkit
 
-    old = path.read_text(encoding="utf-8") if path.is_file() else ""
+    old = bounded.read_text(path, bounded.DOCUMENT) if path.is_file() else ""
     if path.suffix == ".json":
         data = json.loads(old) if old else {}
         data.setdefault("env", {}).update(values)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from .. import bounded
 from ..answer_cache import Recorder
 
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
@@ -20,11 +21,10 @@ def ram_bytes(recorder: Recorder, meminfo: Path = Path("/proc/meminfo")) -> int 
     the same until the next boot, which is what a cached answer is checked against."""
     recorder.is_file(BOOT_ID)
     try:
-        with open(meminfo) as handle:
-            text = handle.read()
+        text = bounded.read_text(meminfo, bounded.SYSTEM_FILE)
         for line in text.splitlines():
             if line.startswith("MemTotal:"):
                 return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
+    except (OSError, ValueError, IndexError):  # UnicodeDecodeError is a ValueError
         return None
     return None

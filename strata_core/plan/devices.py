@@ -41,40 +41,56 @@ def scan(manager: PluginManager, context: DetectionContext) -> DeviceScan:
     return DeviceScan(tuple(devices), tuple(problems), tuple(notes))
 
 
-def _rank(source: str, field: str) -> int:
-    order = {"kfd": 0, "pci": 0, "hip": 2, "nvidia": 2}.get(source, 1)
-    return -order if field in KERNEL_FIRST else order
+def _runtime_trust(source: str) -> int:
+    """How far a detector is trusted for what a runtime knows best (the name, the index, ...):
+    the runtimes most, a third-party detector next, the kernel least. KERNEL_FIRST facts
+    trust them the other way round."""
+    return {"kfd": 0, "pci": 0, "hip": 2, "nvidia": 2}.get(source, 1)
 
 
 def merge_reports(reports: Sequence[DeviceReport]) -> list[dict[str, Any]]:
     """Group reports about one GPU (same PCI address, else same unique id) and pick each
-    fact from the most trusted detector that knows it. KFD order comes first."""
-    groups: list[list[DeviceReport]] = []
-    for report in sorted(reports, key=lambda r: r.source != "kfd"):
-        for group in groups:
-            if any(
-                (report.pci and report.pci == r.pci)
-                or (not report.pci and report.unique_id and report.unique_id == r.unique_id)
-                for r in group
-            ):
-                group.append(report)
-                break
-        else:
-            groups.append([report])
+    fact from the most trusted detector that knows it (the first such report where two are
+    as trusted). KFD order comes first."""
     merged = []
-    for group in groups:
+    for group in group_reports(reports):
+        kernel_first = sorted(group, key=lambda r: _runtime_trust(r.source))
+        runtime_first = sorted(group, key=lambda r: -_runtime_trust(r.source))
         facts: dict[str, Any] = {"seen_by": tuple(dict.fromkeys(r.source for r in group))}
         for field in FIELDS:
-            known = [r for r in group if getattr(r, field) is not None]
-            best = max(known, key=lambda r: _rank(r.source, field), default=None)
-            facts[field] = getattr(best, field) if best else None
+            trusted = kernel_first if field in KERNEL_FIRST else runtime_first
+            facts[field] = next(
+                (value for r in trusted if (value := getattr(r, field)) is not None), None
+            )
         if facts["integrated"] is not None:
-            facts["integrated_evidence"] = max(
-                (r for r in group if r.integrated is not None),
-                key=lambda r: _rank(r.source, "integrated"),
-            ).integrated_evidence
+            facts["integrated_evidence"] = next(
+                r.integrated_evidence for r in runtime_first if r.integrated is not None
+            )
         merged.append(facts)
     return merged
+
+
+def group_reports(reports: Sequence[DeviceReport]) -> list[list[DeviceReport]]:
+    """The reports about each GPU, KFD's first, in the order each GPU was first reported: a
+    report joins the first group holding its PCI address, or, having none, the first holding
+    its unique id. Each group is found through an index of the keys its members carry, so
+    that grouping is linear in the reports (NVML may report any number of devices)."""
+    groups: list[list[DeviceReport]] = []
+    by_pci: dict[str, int] = {}
+    by_unique_id: dict[str, int] = {}
+    for report in sorted(reports, key=lambda r: r.source != "kfd"):
+        if report.pci:
+            found = by_pci.get(report.pci)
+        else:
+            found = by_unique_id.get(report.unique_id) if report.unique_id else None
+        if found is None:
+            found = len(groups)
+            groups.append([])
+        groups[found].append(report)
+        for key, index in ((report.pci, by_pci), (report.unique_id, by_unique_id)):
+            if key and index.get(key, found) >= found:
+                index[key] = found  # the first group that holds the key
+    return groups
 
 
 def build_devices(
@@ -107,7 +123,7 @@ def _nvidia_devices(merged: list[dict[str, Any]], listed: bool) -> list[Device]:
         devices.append(
             Device(
                 index=index,
-                name=facts["name"] or f"NVIDIA GPU at {facts['pci']}",
+                name=facts["name"] or f"NVIDIA GPU at {facts['pci'] or 'an unknown address'}",
                 gfx=target,
                 physical_gfx=target,
                 family=archdb.family_of(target),
@@ -129,13 +145,14 @@ def _amd_devices(
 ) -> list[Device]:
     hip_indexed = any(m["hip_index"] is not None for m in merged)
     visibility = visible_devices([m["unique_id"] for m in merged], env)
+    hip_number = {position: number for number, position in enumerate(visibility.order)}
     devices = []
     for position, facts in enumerate(merged):
         if hip_indexed:
             index = facts["hip_index"]
             hidden_by = None if index is not None else "not listed by the HIP runtime"
         else:
-            index = visibility.order.index(position) if position in visibility.order else None
+            index = hip_number.get(position)
             hidden_by = visibility.hidden.get(position)
         devices.append(_device(facts, index, hidden_by, env, problems))
     return devices

@@ -26,7 +26,7 @@ from ..blas.gemm import BlasGemm, GemmShape
 from ..gpu.library import GpuKernels
 from ..tuning.calibrate import Case, Runner
 from .gpu_backend import GpuCard, HalfGemm
-from .gpu_child import ANSWER, CONTACT, JOB
+from .gpu_job import ANSWER, CONTACT, JOB
 from .workload import close_to
 
 #: launches a timing takes, and bytes the read kernel holds them behind (on an H200, 1 GiB

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import pickle
+import re
 import signal
 import subprocess
 import sys
@@ -17,11 +18,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ..bounded import CHILD_ANSWER, read_bytes
 from ..errors import NoGpuRun, StrataError
 from ..plan.plan import RunSettings
 from ..tuning.dispatch import say
-from .gpu_child import ANSWER, CONTACT, JOB
+from .gpu_job import ANSWER, CONTACT, JOB
 from .held_signals import HeldSignals
+
+#: a warning of the child's own Python, as the warnings module shows it:
+#: ``FILE:LINE: CATEGORY: message``, then the source line indented under it
+PYTHON_WARNING = re.compile(r"\S.*:\d+: [A-Z]\w*Warning: ")
 
 
 @contextlib.contextmanager
@@ -99,8 +105,22 @@ def _run_child(
                 child.kill()
                 child.wait()
         stderr.seek(0)
-        last = (stderr.read().strip().splitlines() or ["no message"])[-1]
+        last = last_words(stderr.read())
     return status, late[0] if late else None, last
+
+
+def last_words(stderr: str) -> str:
+    """The last line the child's runtime said on ``stderr``, the child's own Python warnings
+    left out (they are not why a runtime failed); "no message" where there is none."""
+    said = []
+    lines = stderr.splitlines()
+    for number, line in enumerate(lines):
+        after_warning = number > 0 and PYTHON_WARNING.match(lines[number - 1])
+        if PYTHON_WARNING.match(line) or (after_warning and line.startswith("  ")):
+            continue
+        if line.strip():
+            said.append(line.strip())
+    return (said or ["no message"])[-1]
 
 
 def _answer(
@@ -118,9 +138,11 @@ def _answer(
         )
     if status < 0:
         raise NoGpuRun(f"{what} died of {signal.Signals(-status).name}")
-    if status != 0 or not (where / ANSWER).is_file():
+    if status != 0:
         raise NoGpuRun(f"{what} failed (exit status {status}: {last})")
-    answer = json.loads((where / ANSWER).read_text())
+    if not (where / ANSWER).is_file():
+        raise NoGpuRun(f"{what} ended without an answer (exit status 0: {last})")
+    answer = json.loads(read_bytes(where / ANSWER, CHILD_ANSWER))
     for level, line in answer.get("said", ()):
         say(level, line)
     if "no_gpu" in answer:

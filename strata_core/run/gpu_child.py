@@ -6,6 +6,9 @@ object and the prompt GEMM's vendor library, runs every call of the workload on 
 leaves the results in ``results.npz`` and its answer in ``answer.json`` (with the lines the
 tuned dispatch said, for the parent to say). It checks nothing: the parent does, so
 that a runtime or library that crashes, aborts or hangs takes only this process down.
+
+Nothing imports this module: what the parent shares with it is strata_core.run.gpu_job, so
+that ``python -m`` runs it fresh (runpy warns of a module imported before it runs).
 """
 
 from __future__ import annotations
@@ -13,66 +16,22 @@ from __future__ import annotations
 import json
 import pickle
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
 
-from ..api.records import KernelChoice, Workload
-from ..tuning.tables import Table
-from .gpu_backend import GpuCard
+from .gpu_job import ANSWER, CONTACT, JOB, RESULTS, GpuJob, flatten
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from ..api.records import KernelChoice
     from ..gpu.library import GpuKernels
     from ..gpu.step_graph import StepTimes
     from ..tuning.dispatch import TunedDispatch
     from .workload import Inputs
-
-JOB, RESULTS, ANSWER = "job.pickle", "results.npz", "answer.json"
-#: left in FOLDER once the runtime answered its first calls (the card is open)
-CONTACT = "contact"
-
-
-@attrs.frozen
-class GpuJob:
-    """What the child needs of the plan: the card, the workload and its seed, the kernel
-    choices, and the prompt GEMM's library files, tuning table and verbosity."""
-
-    card: GpuCard
-    workload: Workload
-    choices: Mapping[str, KernelChoice]
-    gemm_libraries: tuple[str, ...] = ()
-    gemm_table: Table | None = None
-    gemm_verbose: bool = False
-    seed: int = 0
-
-
-def flatten(results: list[tuple[Any, float]]) -> dict[str, np.ndarray]:
-    """The results as named arrays: ``i`` for a call's array, ``i.j`` for a tuple's parts."""
-    arrays: dict[str, np.ndarray] = {}
-    for i, (result, _) in enumerate(results):
-        if isinstance(result, tuple):
-            arrays.update({f"{i}.{j}": np.asarray(part) for j, part in enumerate(result)})
-        else:
-            arrays[str(i)] = np.asarray(result)
-    return arrays
-
-
-def unflatten(arrays: Mapping[str, np.ndarray], seconds: list[float]) -> list[tuple[Any, float]]:
-    results: list[tuple[Any, float]] = []
-    for i, took in enumerate(seconds):
-        if str(i) in arrays:
-            results.append((arrays[str(i)], took))
-        else:
-            parts = sorted((k for k in arrays if k.startswith(f"{i}.")), key=_part)
-            results.append((tuple(arrays[k] for k in parts), took))
-    return results
-
-
-def _part(key: str) -> int:
-    return int(key.split(".", 1)[1])
 
 
 def _progress(what: str, detail: str = "") -> None:

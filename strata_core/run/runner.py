@@ -22,7 +22,7 @@ from ..gpu.backends import BACKENDS
 from ..plan.plan import HostRun, Plan, RunSettings
 from ..tuning.libraries import PATHS
 from .child_process import child_answer
-from .gpu_child import RESULTS, GpuJob, unflatten
+from .gpu_job import RESULTS, GpuJob, unflatten
 from .outcome import GpuFacts, HostFacts, KernelReports, RunOutcome, StepReport
 from .settings import card_of, runtime_names, settings_of
 from .workload import (

@@ -21,6 +21,7 @@ from typing import Any
 import attrs
 
 from ..answer_cache import Recorder
+from ..bounded import TUNING_TABLE
 from ..digits import is_digits
 from .kinds import HOST, KINDS, OP_PATTERN, ROCBLAS, Kind
 
@@ -175,7 +176,7 @@ def _parse_row(
 def read(path: Path, recorder: Recorder | None = None) -> Table:
     """Read and validate a table; any problem refuses it whole."""
     try:
-        text = (recorder or Recorder()).read_text(path)
+        text = (recorder or Recorder()).read_text(path, TUNING_TABLE)
     except UnicodeDecodeError as exc:
         raise TableError([f"{path}:1: not UTF-8 text (byte {exc.start}); not a table"]) from None
     except OSError as exc:
