@@ -134,9 +134,11 @@ def profile_rows(
         return "-" if seconds is None else f"{read / seconds / 1e9 / read_gbs:.0%}"
 
     graph = "no graph" if times.graph_s is None else f"{times.graph_s * 1e3:.3f} ms"
+    handover = "-" if times.handover_s is None else f"{times.handover_s * 1e3:.3f} ms"
     lines = [
         f"{name} decode step: {times.launches} launches, {nbytes / 1e9:.3f} GB",
         f"  strata graph   {graph:>10}  {share(times.graph_s)} of read",
+        f"  strata handing over {handover:>10}  {share(times.handover_s)} of read",
         f"  strata queued  {times.queued_s * 1e3:7.3f} ms  {share(times.queued_s)} of read",
         f"  torch graph    {replayed * 1e3:7.3f} ms  {share(replayed, torch_bytes)} of read "
         f"(FP16, {torch_bytes / 1e9:.3f} GB)",
@@ -144,6 +146,12 @@ def profile_rows(
     ]
     peers = [
         bench_json.peer("strata", "queued launches", times.queued_s, nbytes, read_gbs),
+        *(
+            [bench_json.peer("strata", "graph, launches handing over", times.handover_s,
+                             nbytes, read_gbs)]  # fmt: skip
+            if times.handover_s is not None
+            else []
+        ),
         bench_json.peer(
             "torch", "FP16 torch.mv chain, CUDA graph", replayed, torch_bytes, read_gbs
         ),

@@ -95,8 +95,15 @@ def case_label(case: Record) -> str:
     return f"{case['kernel']} {case['shape']}{variant}"
 
 
+def peer_key(peer: Record, case: Record) -> str:
+    """A peer's column: its name, with its call where the case has several peers of that
+    name (torch's CUDA graph and its eager calls)."""
+    twice = sum(p["peer"] == peer["peer"] for p in case["peers"]) > 1
+    return f"{peer['peer']}, {peer['call']}" if twice else peer["peer"]
+
+
 def peer_names(cases: Iterable[Record]) -> list[str]:
-    return list(dict.fromkeys(peer["peer"] for case in cases for peer in case["peers"]))
+    return list(dict.fromkeys(peer_key(p, case) for case in cases for p in case["peers"]))
 
 
 def facts(record: Record) -> str:
@@ -149,7 +156,7 @@ def table(record: Record) -> list[str]:
             share(case["share_of_read"]),
         ]
         row += [share(case.get("same_bytes_read_share"))] * same
-        by_name = {peer["peer"]: peer for peer in case["peers"]}
+        by_name = {peer_key(peer, case): peer for peer in case["peers"]}
         for name in peers:
             peer = by_name.get(name)
             if peer is None:
@@ -187,7 +194,7 @@ def plot(record: Record) -> bytes:
     bars(
         right,
         peer_cases,
-        lambda case: [(p["peer"], p["seconds"] / case["seconds"]) for p in case["peers"]],
+        lambda case: [(peer_key(p, case), p["seconds"] / case["seconds"]) for p in case["peers"]],
         colours,
         base=1,
     )
@@ -204,7 +211,7 @@ def plot(record: Record) -> bytes:
 def read_sides(case: Record) -> list[tuple[str, float]]:
     """The percentages of read of a case's bars: strata's, a read of as many bytes, the peers'."""
     sides = [("strata", case["share_of_read"]), (SAME_BYTES, case.get("same_bytes_read_share"))]
-    sides += [(peer["peer"], peer["share_of_read"]) for peer in case["peers"]]
+    sides += [(peer_key(peer, case), peer["share_of_read"]) for peer in case["peers"]]
     return [(name, (value or 0) * 100) for name, value in sides]
 
 

@@ -155,14 +155,29 @@ def read_regular(
         try:
             opened = os.fstat(fd)
             if stat.S_ISREG(opened.st_mode):
-                with open(fd, "rb", buffering=0, closefd=False) as handle:
-                    return bounded.read_handle(handle, bound, path), opened
+                return _read_fd(fd, opened, bound, path), opened
             kind = stat.S_IFMT(opened.st_mode)
         finally:
             os.close(fd)
     if kind == stat.S_IFDIR:
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
     raise OSError(errno.EINVAL, "not a regular file", path)
+
+
+def _read_fd(fd: int, opened: os.stat_result, bound: bounded.Bound, path: str) -> bytes:
+    """The open regular file's bytes; bounded.TooLarge past ``bound``, read no further."""
+    if opened.st_size > bound.limit:
+        raise bounded.TooLarge(path, bound)
+    chunks, total = [], 0
+    while total <= bound.limit:
+        chunk = os.read(fd, min(bounded.CHUNK, bound.limit + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    if total > bound.limit:
+        raise bounded.TooLarge(path, bound)
+    return b"".join(chunks)
 
 
 def file_state(path: str) -> list[int] | str | None:

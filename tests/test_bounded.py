@@ -58,7 +58,7 @@ def test_a_file_within_its_bound_is_read_whole(tmp_path):
     assert Recorder().read_text(page, bounded.SYSFS_ATTRIBUTE) == page.read_text()
 
 
-def test_a_huge_kfd_node_is_one_line_and_the_other_cards_are_found_and_cached(tmp_path, env):
+def test_a_huge_kfd_node_is_one_line_the_other_cards_are_found_and_nothing_is_cached(tmp_path, env):
     root = write_sysfs(tmp_path / "sys", [R9700, RX_7900_XTX])
     huge = root / NODES / "2/properties"
     os.truncate(huge, HUGE)
@@ -68,13 +68,9 @@ def test_a_huge_kfd_node_is_one_line_and_the_other_cards_are_found_and_cached(tm
     answer = json.loads(first.stdout)
     assert [card["gfx"] for card in answer["devices"]] == ["gfx1201"]
     assert answer["warnings"] == [f"{huge}: cannot read ({PAGE_TOO_MANY}); node skipped"]
-    (entry,) = (tmp_path / "answer-cache").glob("answer-*.marshal")
-    stored = marshal.loads(entry.read_bytes())
-    assert stored["stdout"] == first.stdout
-    stored["stdout"] = "answered from the cache\n"
-    entry.write_bytes(marshal.dumps(stored))
-    assert run(*args, env=env).stdout == "answered from the cache\n"
-    os.truncate(huge, 0)  # the node as the driver shows it again: the answer is not kept
+    # an input it could not read whole is one the answer cannot be checked against
+    assert not list((tmp_path / "answer-cache").glob("answer-*.marshal"))
+    os.truncate(huge, 0)  # the node as the driver shows it again
     assert json.loads(run(*args, env=env).stdout)["warnings"] != answer["warnings"]
 
 
@@ -102,7 +98,8 @@ def test_a_huge_tuning_table_is_one_line(tmp_path, env):
 READ_ENTRY = """
 import resource, sys
 from strata_core import answer_cache
-held = answer_cache.read_entry(sys.argv[1])
+folder, name = sys.argv[1].rsplit("/", 1)
+held = answer_cache.read_entry({"STRATA_CACHE_DIR": folder}, name)
 print(repr(held)[:40], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 

@@ -215,7 +215,7 @@ def test_profile_help_names_the_default_and_a_misspelt_name_the_shipped_ones(env
     help_text = " ".join(strata_core("plan", "--help", env=env).stdout.split())
     assert (
         "--profile NAME|FILE model profile of the workload: small-moe, deep-context, "
-        "deep-context-k2048, large-moe or a file (default: small-moe)"
+        "deep-context-k2048, large-moe, dense-8b or a file (default: small-moe)"
     ) in help_text
     result = strata_core(
         "plan", "--profile", "smal-moe", "--sysfs", str(tmp_path), env=env, check=False,
@@ -224,6 +224,6 @@ def test_profile_help_names_the_default_and_a_misspelt_name_the_shipped_ones(env
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1] == (
         "strata-core: error: smal-moe: cannot read the profile (No such file or directory); the "
-        "shipped profiles are small-moe, deep-context, deep-context-k2048, large-moe; did you "
-        "mean small-moe?"
+        "shipped profiles are small-moe, deep-context, deep-context-k2048, large-moe, dense-8b; "
+        "did you mean small-moe?"
     )
