@@ -67,8 +67,27 @@ def test_topk_stream_is_calibrated_on_a_prompt_read(env, tmp_path, host_isa):
         "tune", "--switches", "--repeats", "3", "--profile", str(profile),
         "--config", str(tmp_path / "strata.toml"), env=env | {"STRATA_HOST_ISA": host_isa},
     )  # fmt: skip
-    said = [line for line in result.stderr.splitlines() if "STRATA_TOPK_STREAM" in line]
-    assert said and ("runs topk_prompt the same way (register)" in said[0]) == (host_isa == "baseline")
+    (said,) = [line for line in result.stderr.splitlines() if "STRATA_TOPK_STREAM" in line]
+    if host_isa == "baseline":
+        assert said == (
+            "strata-core: tune: STRATA_TOPK_STREAM=0: the host backend runs topk_prompt the "
+            "same way (register) at this workload"
+        )
+    else:
+        assert re.fullmatch(TOPK_STREAM_MEASURED, said), said
+
+
+#: one measurement of a switch trial: off -> on, the gain and its spread, pairs and time
+_MEASUREMENT = (
+    r"[\d.]+ [nmu]?s -> [\d.]+ [nmu]?s, [-+][\d.]+% ± [\d.]+% "
+    r"\(medians of \d+ pairs? in [\d.]+ [nmu]?s(, the time budget ran out first)?\)"
+)
+#: STRATA_TOPK_STREAM=0 measured twice on the prompt read's top-k, and the verdict
+TOPK_STREAM_MEASURED = (
+    rf"strata-core: tune: STRATA_TOPK_STREAM=0: {_MEASUREMENT}; again {_MEASUREMENT}; "
+    r"(past 3% by more than the spread: kept|the measurements disagree: left unset"
+    r"|not past 3% by more than the spread: left unset)"
+)
 
 
 def test_the_plan_names_both_top_k_kernels(env):
