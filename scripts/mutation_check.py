@@ -1,7 +1,9 @@
 """A small mutation check of the decision core: each mutation of MUTATIONS (one plausible bug,
 a snippet of a source file replaced) is applied in place, the tests that should catch it run,
 and the file is put back, whatever happens (an error, Ctrl-C or SIGTERM included). A mutation
-the tests fail under is killed; one they pass under survived, and is a test to write.
+the tests fail under is killed; one they pass under survived, and is a test to write. Each
+set of covering tests first runs without any mutation: where it fails, its mutations are not
+run and say "red" (a kill would prove nothing).
 
     uv run python scripts/mutation_check.py [--json FILE] [-k WORD]
 
@@ -58,6 +60,8 @@ class Outcome:
     killed: bool
     exit_status: int
     seconds: float
+    #: whether the covering tests pass without the mutation; where they do not, it is not run
+    green_without: bool = True
 
 
 SELECTION = "strata_core/plan/selection.py"
@@ -81,7 +85,7 @@ TUNING_TESTS = ("tests/test_tuning.py",)
 TABLE_TESTS = ("tests/test_tables.py",)
 VISIBILITY_TESTS = ("tests/test_visibility.py", "tests/test_devices.py")
 KFD_TESTS = ("tests/test_kfd.py",)
-FILES_TESTS = ("tests/test_files.py",)
+FILES_TESTS = ("tests/test_files.py", "tests/test_file_writers.py")
 CACHE_TESTS = ("tests/test_answer_cache.py",)
 
 MUTATIONS = (
@@ -377,33 +381,40 @@ MUTATIONS = (
     Mutation(
         "files/fsync",
         FILES,
-        "            os.fsync(handle.fileno())\n",
-        "",
+        "        os.fchmod(fd, 0o600 if private else _mode(old))\n        os.fsync(fd)\n",
+        "        os.fchmod(fd, 0o600 if private else _mode(old))\n",
         FILES_TESTS,
         "the atomic write renames a file whose data may not be on the disk yet",
     ),
     Mutation(
+        "files/folder-sync",
+        FILES,
+        "        sync_folder(folder)\n    except BaseException:\n",
+        "    except BaseException:\n",
+        FILES_TESTS,
+        "the rename is not synced: after a crash the folder may hold the old file",
+    ),
+    Mutation(
         "files/mode",
         FILES,
-        "            os.fchmod(handle.fileno(), mode)\n",
+        "    if old is not None:\n        return stat.S_IMODE(old.st_mode)\n",
         "",
-        FILES_TESTS + ("tests/test_tune_cli.py",),
-        "a replaced file loses its mode",
-        "write_atomic or mode",
+        FILES_TESTS,
+        "a replaced file gets the umask's mode instead of keeping its own",
     ),
     Mutation(
         "files/temporary",
         FILES,
-        "        Path(temp).unlink(missing_ok=True)\n",
-        "        pass\n",
+        "            os.unlink(temp)\n        except FileNotFoundError:\n",
+        "            pass\n        except FileNotFoundError:\n",
         FILES_TESTS,
         "a failed write leaves its temporary file behind",
     ),
     Mutation(
         "cache/listed-folders",
         CACHE,
-        '(listing, entry["dirs"]), (stat_of, entry["stats"]))',
-        '(stat_of, entry["stats"]))',
+        '        (listing, entry["dirs"]),\n',
+        "",
         CACHE_TESTS,
         "a folder that gained an entry (a new KFD node) does not spoil the stored answer",
     ),
@@ -418,8 +429,8 @@ MUTATIONS = (
     Mutation(
         "cache/refusals",
         CACHE,
-        "if not _enabled(env) or recorder.refusals:",
-        "if not _enabled(env):",
+        "if not _enabled(env) or recorder.refusals or _warned:",
+        "if not _enabled(env) or _warned:",
         CACHE_TESTS,
         "an answer that depends on something uncheckable is stored anyway",
     ),
@@ -476,18 +487,16 @@ def pytest_command(mutation: Mutation) -> list[str]:
     return command
 
 
-def run_tests(mutation: Mutation) -> tuple[int, float]:
-    """The tests' exit status under the mutation and the seconds they took. Each run gets its
-    own bytecode folder, so no module compiled from another version of a file is reused."""
+def run_pytest(command: Sequence[str]) -> tuple[int, float]:
+    """The tests' exit status and the seconds they took. Each run gets its own bytecode
+    folder, so no module compiled from another version of a file is reused."""
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="strata-mutation-") as bytecode:
-        env = {"PYTHONPYCACHEPREFIX": bytecode}
-        with applied(mutation):
-            status = run_alone(pytest_command(mutation), {**os.environ, **env})
+        status = run_alone(command, {**os.environ, "PYTHONPYCACHEPREFIX": bytecode})
     return status, time.perf_counter() - start
 
 
-def run_alone(command: list[str], env: dict[str, str]) -> int:
+def run_alone(command: Sequence[str], env: dict[str, str]) -> int:
     """``command``'s exit status, run in a session of its own, which is killed whole if this
     process is stopped meanwhile: no test runs on once the file is put back."""
     with subprocess.Popen(
@@ -510,17 +519,25 @@ def area(mutation: Mutation) -> str:
     return mutation.name.split("/", 1)[0]
 
 
-def check(mutation: Mutation) -> Outcome:
-    """Apply one mutation, run its tests, put the file back: the outcome."""
-    status, seconds = run_tests(mutation)
-    return Outcome(
-        mutation.name,
-        area(mutation),
-        mutation.description,
-        status == TESTS_FAILED,
-        status,
-        round(seconds, 1),
-    )
+def status_without(mutation: Mutation, seen: dict[tuple[str, ...], int]) -> int:
+    """The exit status of the mutation's tests on the files as they are, each command run
+    once (``seen`` keeps them): a kill counts only where they pass."""
+    command = tuple(pytest_command(mutation))
+    if command not in seen:
+        seen[command] = run_pytest(command)[0]
+    return seen[command]
+
+
+def check(mutation: Mutation, seen: dict[tuple[str, ...], int]) -> Outcome:
+    """Apply one mutation, run its tests, put the file back: the outcome. Where the tests
+    fail without it, it is not applied."""
+    said = (mutation.name, area(mutation), mutation.description)
+    without = status_without(mutation, seen)
+    if without != 0:
+        return Outcome(*said, False, without, 0.0, green_without=False)
+    with applied(mutation):
+        status, seconds = run_pytest(pytest_command(mutation))
+    return Outcome(*said, status == TESTS_FAILED, status, round(seconds, 1))
 
 
 #: the width of the name column: the longest name
@@ -542,8 +559,11 @@ def kill_ratio(outcomes: Sequence[Outcome]) -> str:
 
 
 def verdict(outcome: Outcome) -> str:
-    """killed (a test failed), survived (all passed), or the exit status of another end (a
-    collection error, no tests selected), which is a fault of the list, not a kill."""
+    """killed (a test failed), survived (all passed), red (the tests fail without the
+    mutation: not run), or the exit status of another end (a collection error, no tests
+    selected), which is a fault of the list, not a kill."""
+    if not outcome.green_without:
+        return "red"
     if outcome.killed:
         return "killed"
     return "survived" if outcome.exit_status == 0 else f"exit {outcome.exit_status}"
@@ -569,9 +589,10 @@ def main(argv: Sequence[str]) -> int:
         return 2
     signal.signal(signal.SIGTERM, _terminate)
     outcomes = []
+    seen: dict[tuple[str, ...], int] = {}
     try:
         for mutation in chosen:
-            outcomes.append(check(mutation))
+            outcomes.append(check(mutation, seen))
             print(row(outcomes[-1]), flush=True)
     except KeyboardInterrupt:
         print("mutation_check: stopped; the files are as they were", file=sys.stderr)
