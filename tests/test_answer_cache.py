@@ -75,6 +75,37 @@ def test_a_changed_environment_is_seen(cached):
     assert answer["switches"]["STRATA_HIP_ROUTER_OLD"]["source"] == "user"
 
 
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("HSA_OVERRIDE_GFX_VERSION", "12.0.1"),
+        ("ROCR_VISIBLE_DEVICES", "0"),
+        ("HIP_VISIBLE_DEVICES", "0"),
+        ("CUDA_VISIBLE_DEVICES", "0"),
+        ("ROCM_PATH", "/nonexistent/rocm"),
+        ("LD_LIBRARY_PATH", "/nonexistent/lib"),
+        ("OMP_NUM_THREADS", "1"),
+    ],
+)
+def test_each_variable_that_can_change_an_answer_is_part_of_its_key(cached, variable, value):
+    """The runtime's variables, where its libraries are looked for and OpenMP's: an answer
+    stored without one is not given with it set, even where the answer comes out the same."""
+    env, args, _, _ = cached
+    assert run(*args, env=env | {variable: value}).stdout != SENTINEL
+
+
+def test_an_answer_that_read_what_cannot_be_checked_is_not_stored(tmp_path):
+    """A recorder that was refused (a pipe, a detector plugin's own reads) stores nothing."""
+    env = {"STRATA_CACHE_DIR": str(tmp_path)}
+    checked = answer_cache.Recorder()
+    answer_cache.store(["plan"], env, "answer\n", "", checked)
+    assert answer_cache.lookup(["plan"], env)["stdout"] == "answer\n"
+    refused = answer_cache.Recorder()
+    refused.refuse("the run config is a pipe")
+    answer_cache.store(["devices"], env, "answer\n", "", refused)
+    assert answer_cache.lookup(["devices"], env) is None
+
+
 def test_the_cache_can_be_turned_off(cached):
     env, args, _, _ = cached
     assert run(*args, env=env | {"STRATA_CACHE": "0"}).stdout != SENTINEL

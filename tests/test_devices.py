@@ -70,6 +70,60 @@ def test_780m_beside_rx_7900_xtx_is_skipped(machine):
     )
 
 
+HALO = "Radeon 8060S (Ryzen AI Max, Strix Halo)"
+HALO_SKIPPED = f"integrated {HALO} (HIP 0, gfx1151) skipped: a discrete card can run"
+
+
+@pytest.mark.parametrize("halo_gib", [16, 64, 128])
+@pytest.mark.parametrize(
+    ("others", "chosen", "reason"),
+    [
+        ([RX_9070_XT], 1, "the only discrete card a plugin runs"),
+        ([RX_9070_XT, R9700], 2, "the discrete card with the most VRAM of the 2 a plugin runs"),
+    ],
+    ids=["rx9070xt", "rx9070xt+r9700"],
+)
+def test_a_discrete_card_wins_over_a_strix_halo_whatever_its_vram(
+    machine, halo_gib, others, chosen, reason
+):
+    """AMD_HIP.md: the automatic choice "skips ... integrated chips, while a card of its own
+    can run": the pool is the discrete cards, whether the iGPU holds as much VRAM as the RX
+    9070 XT (16 GiB) or more than every card (64 and 128 GiB); --gpus all skips it too."""
+    halo = attrs.evolve(STRIX_HALO, vram_bytes=halo_gib * GIB)
+    _, assignments, selection, _ = plan(machine, [halo, *others])
+    assert [a.plugin for a in assignments] == ["igpu", *["hip_rdna4"] * len(others)]
+    assert (selection.indices, selection.reason) == ((chosen,), reason)
+    assert selection.notes == (HALO_SKIPPED,)
+    every = plan(machine, [halo, *others], DeviceChoice(gpus="all"))[2]
+    assert every.indices == tuple(range(len(others), 0, -1))
+    assert HALO_SKIPPED in every.notes
+
+
+def test_a_strix_halo_runs_beside_a_discrete_card_no_plugin_runs(machine):
+    """A discrete card that no plugin runs leaves the pool to the iGPU, and is passed over by
+    name."""
+    big = fake_gpu("gfx908", vram_gib=32, pci_bus=0x05)
+    _, _, selection, _ = plan(machine, [big, attrs.evolve(STRIX_HALO, vram_bytes=128 * GIB)])
+    assert selection.indices == (1,)
+    assert selection.reason == "the only integrated GPU (no discrete card can run) a plugin runs"
+    (note,) = selection.notes
+    assert note.startswith("HIP 0 (gfx908) passed over: no installed plugin runs gfx908")
+
+
+def test_equal_vram_goes_to_the_lower_hip_number(machine):
+    """Two cards alike: the automatic choice takes HIP 0, and --gpus all keeps HIP order, so
+    the last, HIP 1, is the main card."""
+    twin = attrs.evolve(RX_9070_XT, pci=(0x0D, 0, 0), unique_id=RX_9070_XT.unique_id + 1)
+    _, _, selection, _ = plan(machine, [RX_9070_XT, twin])
+    assert selection.indices == (0,)
+    assert selection.reason == "the discrete card with the most VRAM of the 2 a plugin runs"
+    every = plan(machine, [RX_9070_XT, twin], DeviceChoice(gpus="all"))[2]
+    assert every.indices == (0, 1) and every.roles == {0: "helper", 1: "main"}
+    assert every.reason == (
+        "every card a plugin runs, most VRAM first (--gpus all from command line)"
+    )
+
+
 def test_strix_halo(machine):
     _, (a,), selection, _ = plan(machine, [STRIX_HALO])
     assert (a.device.gfx, a.device.family, a.plugin) == ("gfx1151", "RDNA3.5", "igpu")

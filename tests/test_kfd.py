@@ -1,3 +1,4 @@
+import attrs
 import pytest
 
 from strata_core.detect import kfd
@@ -71,6 +72,49 @@ def test_vram_gtt_ratio_marks_an_unknown_apu(tmp_path):
     (report,) = kfd.walk(write_sysfs(tmp_path, [apu])).reports
     assert report.gfx == "gfx1036"
     assert report.integrated is True and "GTT 16.0 GiB" in report.integrated_evidence
+
+
+def unknown_apu(vram: int, gtt: int) -> FakeGPU:
+    """A gfx1036 (a target archdb does not know as integrated-only) without board_info: only
+    the VRAM/GTT rule decides."""
+    return FakeGPU(100306, 0x164E, (0x12, 0, 0), vram, gtt, board_info=False)
+
+
+@pytest.mark.parametrize(
+    ("vram", "gtt", "integrated"),
+    [
+        # VRAM at most 4 GiB (a GTT of 32 GiB holds the other two clauses)
+        (4 * GIB - 1, 32 * GIB, True),
+        (4 * GIB, 32 * GIB, True),
+        (4 * GIB + 1, 32 * GIB, False),
+        # GTT at least 8 GiB
+        (GIB, 8 * GIB, True),
+        (GIB, 8 * GIB - 1, False),
+        # GTT at least four times the VRAM
+        (3 * GIB, 12 * GIB, True),
+        (3 * GIB, 12 * GIB - 1, False),
+    ],
+)
+def test_the_unknown_apu_rule_at_its_edges(tmp_path, vram, gtt, integrated):
+    """An APU is VRAM <= 4 GiB, GTT >= 8 GiB and GTT >= 4 x VRAM: each bound holds at the
+    edge and fails one byte past it."""
+    (report,) = kfd.walk(write_sysfs(tmp_path, [unknown_apu(vram, gtt)])).reports
+    assert report.integrated is integrated
+    assert report.integrated_evidence == (
+        f"VRAM {vram / GIB:.1f} GiB against GTT {gtt / GIB:.1f} GiB"
+    )
+
+
+def test_mem_info_vram_vendor_alone_marks_a_discrete_card(tmp_path):
+    """A kernel without board_info: mem_info_vram_vendor says discrete, even where the
+    VRAM/GTT rule would say APU."""
+    root = write_sysfs(tmp_path, [attrs.evolve(unknown_apu(4 * GIB, 32 * GIB), board_info=True)])
+    (root / "devices/pci/0000:12:00.0/board_info").unlink()
+    (report,) = kfd.walk(root).reports
+    assert report.integrated is False
+    assert report.integrated_evidence == (
+        "DRM mem_info_vram_vendor present (amdgpu hides it on APUs)"
+    )
 
 
 def test_drm_device_found_through_card_uevent_when_render_node_is_missing(tmp_path):

@@ -62,10 +62,11 @@ JSON_WRITERS = {
 }
 
 
-def modules() -> dict[str, Path]:
+def modules(package: Path = PACKAGE) -> dict[str, Path]:
+    """Each module of the strata_core tree at ``package``, by its dotted name."""
     found = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        parts = ["strata_core", *path.relative_to(PACKAGE).with_suffix("").parts]
+    for path in sorted(package.rglob("*.py")):
+        parts = ["strata_core", *path.relative_to(package).with_suffix("").parts]
         if parts[-1] == "__init__":
             parts.pop()
         found[".".join(parts)] = path
@@ -115,8 +116,8 @@ def floor(layer: str) -> int:
     return {"ground": GROUND_FLOOR, "entry": ENTRY_FLOOR, **FLOORS}[layer]
 
 
-def graph() -> dict[str, set[str]]:
-    known = modules()
+def graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    known = modules(package)
     return {name: set(imports(name, path, known)) for name, path in known.items()}
 
 
@@ -152,8 +153,9 @@ def rings(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def violations() -> set[str]:
-    edges = graph()
+def violations(package: Path = PACKAGE) -> set[str]:
+    """What the strata_core tree at ``package`` does against the layers."""
+    edges = graph(package)
     found = {f"{name}: in no layer" for name in edges if room(name) is None}
     packages: dict[str, set[str]] = {}
     for name, targets in edges.items():
@@ -169,12 +171,36 @@ def violations() -> set[str]:
     return found
 
 
-def test_the_layer_reader_sees_function_local_and_relative_imports(tmp_path, monkeypatch):
-    (tmp_path / "a.py").write_text("def f():\n    from .b import g\n")
-    (tmp_path / "b.py").write_text("from . import a as _a\n")
-    known = {"strata_core.x.a": tmp_path / "a.py", "strata_core.x.b": tmp_path / "b.py"}
-    assert list(imports("strata_core.x.a", tmp_path / "a.py", known)) == ["strata_core.x.b"]
-    assert list(imports("strata_core.x.b", tmp_path / "b.py", known)) == ["strata_core.x.a"]
+def plant(root: Path, sources: dict[str, str]) -> Path:
+    """A strata_core tree under ``root``: each path inside it with its source."""
+    for relative, source in sources.items():
+        path = root / "strata_core" / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source)
+    return root / "strata_core"
+
+
+def test_the_layer_checker_sees_function_local_and_relative_imports(tmp_path):
+    """The checker the house is held to, on a planted house: an upward import inside a
+    function, written relative or absolute, is a violation, and a relative import of a
+    module by name (``from ..detect import kfd``) makes the two packages a ring."""
+    house = plant(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "cli/__init__.py": "",
+            "cli/main.py": "from ..detect import kfd as _kfd\n",
+            "detect/__init__.py": "",
+            "detect/kfd.py": "def walk():\n    from ..cli.main import main\n",
+            "plan/__init__.py": "",
+            "plan/pipeline.py": "def make():\n    import strata_core.cli.main\n",
+        },
+    )
+    assert violations(house) == {
+        "strata_core.detect.kfd -> strata_core.cli.main: detect imports cli, a higher layer",
+        "strata_core.plan.pipeline -> strata_core.cli.main: plan imports cli, a higher layer",
+        "ring: cli <-> detect",
+    }
 
 
 def json_written(name: str, path: Path) -> Iterator[str]:

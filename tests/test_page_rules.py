@@ -44,7 +44,11 @@ def kernels(env, gfx, *args, **switches):
         (131_072, False, {}, "register"),
         (89_999, True, {}, "register"),
         (90_000, True, {}, "wide"),
+        (135_000, False, {}, "register"),
         (135_001, False, {}, "wide"),
+        (90_000, True, {"STRATA_TOPK_STREAM": "0"}, "register"),
+        (135_000, True, {"STRATA_TOPK_STREAM": "0"}, "register"),
+        (135_001, True, {"STRATA_TOPK_STREAM": "0"}, "wide"),
         (131_072, True, {"STRATA_TOPK_STREAM": "0"}, "register"),
         (131_072, False, {"STRATA_TOPK_STREAM": "0"}, "register"),
         (200_000, True, {"STRATA_TOPK_STREAM": "0"}, "wide"),
@@ -67,8 +71,41 @@ def test_topk_stream_is_calibrated_on_a_prompt_read(env, tmp_path, host_isa):
         "tune", "--switches", "--repeats", "3", "--profile", str(profile),
         "--config", str(tmp_path / "strata.toml"), env=env | {"STRATA_HOST_ISA": host_isa},
     )  # fmt: skip
-    said = [line for line in result.stderr.splitlines() if "STRATA_TOPK_STREAM" in line]
-    assert said and ("runs topk_prompt the same way (register)" in said[0]) == (host_isa == "baseline")
+    (said,) = [line for line in result.stderr.splitlines() if "STRATA_TOPK_STREAM" in line]
+    if host_isa == "baseline":
+        assert said == (
+            "strata-core: tune: STRATA_TOPK_STREAM=0: the host backend runs topk_prompt the "
+            "same way (register) at this workload"
+        )
+    else:
+        assert re.fullmatch(TOPK_STREAM_MEASURED, said), said
+
+
+#: one measurement of a switch trial: off -> on, the gain and its spread, pairs and time
+_MEASUREMENT = (
+    r"[\d.]+ [nmu]?s -> [\d.]+ [nmu]?s, [-+][\d.]+% ± [\d.]+% "
+    r"\(medians of \d+ pairs? in [\d.]+ [nmu]?s(, the time budget ran out first)?\)"
+)
+#: STRATA_TOPK_STREAM=0 measured twice on the prompt read's top-k, and the verdict
+TOPK_STREAM_MEASURED = (
+    rf"strata-core: tune: STRATA_TOPK_STREAM=0: {_MEASUREMENT}; again {_MEASUREMENT}; "
+    r"(past 3% by more than the spread: kept|the measurements disagree: left unset"
+    r"|not past 3% by more than the spread: left unset)"
+)
+
+
+@pytest.mark.parametrize(("queries", "variant"), [(63, "fp32"), (64, "wmma")])
+def test_wmma_auto_takes_batches_of_its_minimum_or_more(env, tmp_path, queries, variant):
+    """STRATA_HIP_WMMA "=auto takes it only for batches of STRATA_HIP_WMMA_MIN_Q (64) or more
+    queries": 64 queries take WMMA attention, 63 do not."""
+    profile = tmp_path / "queries.toml"
+    profile.write_text(f'name = "queries"\nprompt_queries = {queries}\n')
+    here = ("--kv", "int8", "--profile", str(profile))
+    chosen = kernels(env, "gfx1201", *here, STRATA_HIP_WMMA="auto")
+    attention = chosen["prompt_attention"]
+    assert attention["variant"] == variant
+    fewer = "fewer than" if variant == "fp32" else "at least"
+    assert attention["reason"] == f"STRATA_HIP_WMMA=auto and {queries} queries, {fewer} 64"
 
 
 def test_the_plan_names_both_top_k_kernels(env):

@@ -14,6 +14,7 @@ from strata_core.plan.devices import device_for
 from strata_core.plan.packages import package_for
 from strata_core.plan.pipeline import named_device
 from strata_core.plan.plan import build_plan
+from strata_core.plan.resolve import parse_engine_args, without_flags
 
 GIB = 1 << 30
 IGPU_SET = (
@@ -395,3 +396,17 @@ def test_named_but_not_supported_cards_say_so(plan, gfx):
         w.endswith(" setup does not install it") and "is named but not supported by setup" in w
         for w in plan(gfx).warnings
     )
+
+
+ENGINE_ARGS = (
+    "-m", "model.gguf", "--kv=int8", "--ple-io", "mmap", "--threads", "8", "--kv-resident"
+)  # fmt: skip
+
+
+def test_engine_flags_are_read_and_dropped_in_both_spellings():
+    """``--flag value`` and ``--flag=value`` alike: the value is read, and the flag is dropped
+    with its value, the argument after ``--flag=value`` kept."""
+    flags = {"--kv", "--ple-io"}
+    assert parse_engine_args(ENGINE_ARGS, flags) == {"--kv": "int8", "--ple-io": "mmap"}
+    kept = ("-m", "model.gguf", "--threads", "8", "--kv-resident")
+    assert without_flags(ENGINE_ARGS, flags) == kept

@@ -62,6 +62,20 @@ def test_cublaslt_solutions_are_configurations(tmp_path):
     )
 
 
+def test_a_winner_exactly_at_min_gain_is_a_winner():
+    """A row names its solution from a gain of min_gain (1.05) on: at 1.05 the solution is
+    kept and 'default' refused; just below, the other way round."""
+    at_edge = parse(HEAD + "512 4096 2048 bf16 qkv 56537 105 100\n", Path("t.txt"))
+    assert at_edge.solutions() == {(512, 4096, 2048, "bf16", "qkv"): "56537"}
+    with pytest.raises(TableError) as default_at_edge:
+        parse(HEAD + "512 4096 2048 bf16 qkv default 105 100\n", Path("t.txt"))
+    assert default_at_edge.value.problems == (
+        "t.txt:3: 'default' with a best time 1.050x faster than the default names no winner",
+    )
+    below = parse(HEAD + "512 4096 2048 bf16 qkv default 104.99 100\n", Path("t.txt"))
+    assert below.solutions() == {} and len(below.rows) == 1
+
+
 def test_file_names_drop_trailing_dots():
     assert ROCBLAS.file_name("gfx1030", "5.6.0.") == "gfx1030-rocblas-5.6.0.txt"
     assert HIPBLASLT.file_name("gfx1151", "100401") == "gfx1151-hipblaslt-100401.txt"

@@ -190,6 +190,20 @@ def test_rocblas_on_gfx103x(folders):
     )
 
 
+def test_the_engine_is_told_the_rocblas_folder_and_the_hipblaslt_file(folders):
+    """STRATA_ROCBLAS_TUNING takes a folder, STRATA_HIPBLASLT_TUNING a file: a table found in
+    the search folders is passed on in the form its variable takes; one the user named
+    through the variable is not passed again."""
+    put(folders[2], ROC_NAME)
+    put(folders[1])
+    rocblas = decide_rocblas("gfx1030", switches(), ROC_VERSION, folders)
+    assert rocblas.engine_env == {"STRATA_ROCBLAS_TUNING": str(folders[2])}
+    hipblaslt = decide_hipblaslt("gfx1151", switches("on"), V100401, folders)
+    assert hipblaslt.engine_env == {"STRATA_HIPBLASLT_TUNING": str(folders[1] / HIP_NAME)}
+    named = decide_rocblas("gfx1030", switches(rocblas=str(folders[2])), ROC_VERSION, [])
+    assert named.used and named.engine_env == {}
+
+
 def test_strata_rocblas_tuning_takes_a_file_or_a_folder(folders, tmp_path):
     put(folders[0], ROC_NAME)
     assert decide_rocblas(
