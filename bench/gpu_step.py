@@ -1,9 +1,10 @@
 """A whole decode step on an NVIDIA GPU, as an engine runs it, side by side with PyTorch on the
 same card: the first decode step of each profile (dense-8b: 32 layers of Llama 3 8B's
 matrices in Q8_0, 7.4 GB; large-moe: the dense matrix, the router, one token's experts and the
-context's top-k) recorded on buffers kept on the card, then timed as queued launches and
-replayed as a CUDA graph (strata_core/gpu/step_graph.py); beside it the same chain as FP16
-torch.mv calls (torch.topk for the router and the top-k), eager and captured in a
+context's top-k) recorded on buffers kept on the card, then timed as queued launches,
+replayed as a CUDA graph, and replayed as a graph whose launches overlap the kernel before
+(programmatic dependent launch, sm_90; strata_core/gpu/step_graph.py); beside it the same
+chain as FP16 torch.mv calls (torch.topk for the router and the top-k), eager and captured in a
 torch.cuda.CUDAGraph. FP16 reads two bytes a weight where Q8_0 reads 1.0625, so the figures
 to compare are shares of the card's read rate (the library's read kernel over 4 GiB) over
 each side's own bytes. Every result of the step is checked against the host backend first.
@@ -49,19 +50,16 @@ def strata_step(
     kernels: GpuKernels, host: HostLibrary, inputs: workload.Inputs, repeats: int
 ) -> tuple[StepTimes, list[tuple[object, float]]]:
     """The first decode step recorded on the card (its results checked against the host
-    backend), timed queued and as a graph."""
+    backend), timed queued, as a graph and as a graph of overlapping launches."""
     step = workload.one_step(inputs)
     gemm = KernelGemm(kernels, inputs.w)  # the step has no prompt GEMM: execute asks its key
     with kernels.recording() as recorded:
-        try:
-            results = workload.execute(
-                kernels, gemm, lambda call: (call(), 0.0), step, CHOICES, TunedDispatch(None, "")
-            )
-            wrong = workload.first_wrong(step, results, HostReference(host, CHOICES), None)
-            assert wrong is None, f"{step.calls[wrong].op} of the step differs from the host's"
-            return time_step(recorded, repeats), results
-        finally:
-            recorded.close()
+        results = workload.execute(
+            kernels, gemm, lambda call: (call(), 0.0), step, CHOICES, TunedDispatch(None, "")
+        )
+        wrong = workload.first_wrong(step, results, HostReference(host, CHOICES), None)
+        assert wrong is None, f"{step.calls[wrong].op} of the step differs from the host's"
+        return time_step(recorded, repeats), results
 
 
 def torch_chain(
@@ -133,16 +131,19 @@ def profile_rows(
     def share(seconds: float | None, read: int = nbytes) -> str:
         return "-" if seconds is None else f"{read / seconds / 1e9 / read_gbs:.0%}"
 
-    graph = "no graph" if times.graph_s is None else f"{times.graph_s * 1e3:.3f} ms"
-    handover = "-" if times.handover_s is None else f"{times.handover_s * 1e3:.3f} ms"
+    def ms(seconds: float | None) -> str:
+        return "-" if seconds is None else f"{seconds * 1e3:.3f} ms"
+
     lines = [
         f"{name} decode step: {times.launches} launches, {nbytes / 1e9:.3f} GB",
-        f"  strata graph   {graph:>10}  {share(times.graph_s)} of read",
-        f"  strata handing over {handover:>10}  {share(times.handover_s)} of read",
-        f"  strata queued  {times.queued_s * 1e3:7.3f} ms  {share(times.queued_s)} of read",
-        f"  torch graph    {replayed * 1e3:7.3f} ms  {share(replayed, torch_bytes)} of read "
+        f"  strata graph          {ms(times.graph_s):>10}  {share(times.graph_s)} of read"
+        + (f" ({times.graph_missing})" if times.graph_missing else ""),
+        f"  strata overlapping    {ms(times.handover_s):>10}  {share(times.handover_s)} of read"
+        + (f" ({times.handover_missing})" if times.handover_missing else ""),
+        f"  strata queued         {ms(times.queued_s):>10}  {share(times.queued_s)} of read",
+        f"  torch graph           {ms(replayed):>10}  {share(replayed, torch_bytes)} of read "
         f"(FP16, {torch_bytes / 1e9:.3f} GB)",
-        f"  torch eager    {eager * 1e3:7.3f} ms  {share(eager, torch_bytes)} of read",
+        f"  torch eager           {ms(eager):>10}  {share(eager, torch_bytes)} of read",
     ]
     peers = [
         bench_json.peer("strata", "queued launches", times.queued_s, nbytes, read_gbs),
@@ -159,7 +160,7 @@ def profile_rows(
     ]
     seconds = times.graph_s if times.graph_s is not None else times.queued_s
     case = bench_json.case(
-        "decode_step", name, seconds, variant="graph" if times.graph_s else "queued",
+        "decode_step", name, seconds, variant="graph" if times.graph_s is not None else "queued",
         nbytes=nbytes, read_gbs=read_gbs, peers=peers,
     )  # fmt: skip
     return lines, case
@@ -177,17 +178,23 @@ def main() -> None:
     card = driver.card(0)
     library = PluginManager.discover({}).kernel_libraries()["cuda"]
     code = start_check("cuda", library, card)
-    kernels = GpuKernels(driver, code, card, repeats=args.repeats, hold_bytes=HOLD_BYTES)
     host = HostLibrary()
+
+    def on_the_card() -> GpuKernels:
+        return GpuKernels(driver, code, card, repeats=args.repeats, hold_bytes=HOLD_BYTES)
+
+    kernels = on_the_card()
     read_gbs = kernels.read_bandwidth(4 << 30, args.repeats)
+    kernels.close()
     print(f"{card.name} ({card.gfx}), {code.path.name}; read kernel 4 GiB {read_gbs:,.0f} GB/s;"
           f" medians of {args.repeats}, held")  # fmt: skip
     cases = []
-    for name in args.profiles:
+    for name in args.profiles:  # each on a card holding its own weights alone
+        kernels = on_the_card()
         lines, case = profile_rows(kernels, host, name, args.repeats, read_gbs)
+        kernels.close()
         print("\n".join(lines), flush=True)
         cases.append(case)
-    kernels.close()
     if args.json:
         machine = card_machine(card, kernels, driver, args.repeats)
         read = {"what": "the read kernel over 4 GiB", "gbs": read_gbs}

@@ -23,7 +23,7 @@ def lib(request):
 
 
 def test_the_library_says_its_abi_and_operations(lib):
-    assert lib.lib.strata_abi_version() == 5
+    assert lib.lib.strata_abi_version() == 6
     assert lib.operations == ("matvec_q8_0", "expert_matvec_q8_0", "router_topk", "topk")
     assert lib.isa in CPU_HOST_ISAS
     assert lib.ffi.string(lib.lib.strata_isa()).decode() == lib.isa

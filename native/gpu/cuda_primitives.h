@@ -1,9 +1,9 @@
 // The hardware primitives of strata_kernels.hip for NVIDIA GPUs, built by clang as CUDA device
 // code to PTX without the CUDA headers: the kernel attributes, ids and the grid's size, the
-// block barrier, the handover between kernels of a stream, the device fence, the warp butterfly shuffle, the warp maximum and minimum
-// (redux.sync, sm_80 and newer), e^x and the signed int8 dot4 (dp4a, sm_61 and newer). A CUDA
-// warp is the kernels' 32-lane logical warp, so this is the reverse of the reference page's
-// gfx906 compat layer.
+// block barrier, the handover between kernels of a stream, the device fence, the warp
+// butterfly shuffle, the warp maximum and minimum (redux.sync, sm_80 and newer), e^x and the
+// signed int8 dot4 (dp4a, sm_61 and newer). A CUDA warp is the kernels' 32-lane logical warp,
+// so this is the reverse of the reference page's gfx906 compat layer.
 #define KERNEL extern "C" __attribute__((global)) __attribute__((launch_bounds(STRATA_BLOCK)))
 // A kernel whose registers are capped so that `blocks` workgroups fit on an SM at once.
 #define KERNEL_RESIDENT(blocks)                                                             \

@@ -13,7 +13,9 @@
 
 #include <stdint.h>
 
-#define STRATA_KERNEL_ABI_VERSION 5
+/* 6: every GPU kernel waits for the kernel before it (grid_handover) before it touches
+ * memory, so that a launch may overlap that kernel's end */
+#define STRATA_KERNEL_ABI_VERSION 6
 #define STRATA_Q8_BLOCK 32
 
 #define STRATA_OK 0

@@ -115,12 +115,13 @@ def step_line(step: StepReport, read_gbs: float) -> str:
     head = f"{step.name} on the card: {step.launches} launches reading {size}"
     if step.graph_s is None:
         return f"{head}: {queued}; no graph replay: {step.graph_missing}"
-    handover = (
-        f", {timed(step.handover_s)} as a graph of launches that overlap the one before"
-        if step.handover_s is not None
-        else ""
-    )
-    return f"{head}: {timed(step.graph_s)} as a graph{handover}, {queued}"
+    if step.handover_s is None:
+        return (
+            f"{head}: {timed(step.graph_s)} as a graph, {queued}; no overlapping launches: "
+            f"{step.handover_missing}"
+        )
+    overlapping = f"{timed(step.handover_s)} as a graph of launches that overlap the one before"
+    return f"{head}: {timed(step.graph_s)} as a graph, {overlapping}, {queued}"
 
 
 def headline(ran: RunOutcome) -> str:

@@ -16,6 +16,8 @@ from ..library_search import load_first
 
 SONAMES = ("libcuda.so.1",)
 CU_LAUNCH_PARAM_END = 0x00
+#: the CUDA version from which a graph keeps a launch's programmatic dependency
+HANDOVER_IN_GRAPHS = 12030
 #: the calls a stream's capture into a graph takes (CUDA 11.4 and later)
 GRAPH_CALLS = (
     "cuStreamBeginCapture_v2", "cuStreamEndCapture", "cuGraphInstantiateWithFlags",
@@ -86,7 +88,9 @@ class CudaDriver:
         self.context: Any = None
         self.device: int | None = None
         self.graphs_missing = missing_calls(lib, GRAPH_CALLS, path)
-        self.handover_missing = missing_calls(lib, ("cuLaunchKernelEx",), path)
+        self.handover_missing = missing_calls(lib, ("cuLaunchKernelEx",), path) or (
+            self._handover_version()
+        )
         #: launches overlap the kernel before them (programmatic dependent launch): only
         #: while set, and only for code whose kernels wait for it (grid_handover, sm_90)
         self.handover = False
@@ -97,6 +101,13 @@ class CudaDriver:
             known = self.lib.cuGetErrorName(status, name) == self.lib.CUDA_SUCCESS
             text = self.ffi.string(name[0]).decode() if known and name[0] else "unknown"
             raise CudaError(f"{call} failed: {text} ({status}) in {self.path}")
+
+    def _handover_version(self) -> str | None:
+        """Why this driver keeps no overlap of launches in a graph (before CUDA 12.3, a
+        captured launch's programmatic dependency is not a graph edge), or None."""
+        if self.version() >= HANDOVER_IN_GRAPHS:
+            return None
+        return f"the CUDA driver {self.path} is older than CUDA 12.3, whose graphs keep it"
 
     def version(self) -> int:
         """The CUDA version the driver implements (12020 is CUDA 12.2)."""

@@ -315,12 +315,13 @@ class GpuKernels:
     @contextlib.contextmanager
     def recording(self) -> Iterator[RecordedStep]:
         """The operations called in the body run once each and make up the step it gives
-        (strata_core.gpu.step_graph), their buffers held by the step until it closes."""
-        self._step = RecordedStep(self)
+        (strata_core.gpu.step_graph), their buffers held by the step until the body ends."""
+        step = self._step = RecordedStep(self)
         try:
-            yield self._step
+            yield step
         finally:
             self._step = None
+            step.close()
 
     def close(self) -> None:
         """Release the stream, the events, the copies kept on the card and the module."""
@@ -329,6 +330,8 @@ class GpuKernels:
         self.runtime.destroy_stream(self.stream)
         for pointer in self._held:
             self.runtime.free(pointer)
+        self._held.clear()
+        self._kept.clear()
         self.runtime.unload_module(self.module)
 
     @contextlib.contextmanager

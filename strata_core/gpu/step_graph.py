@@ -6,6 +6,7 @@ times it both ways."""
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -64,10 +65,11 @@ class RecordedStep:
 
     def outputs_again(self, run: Callable[[], None]) -> bool:
         """Whether ``run`` (the step's launches, or its graph) writes every output anew as its
-        operation gave it when recorded: the outputs on the card are zeroed first."""
+        operation gave it when recorded: each output on the card is first filled with 0xFF
+        bytes, which no operation gives (a NaN, or ids and counts of -1)."""
         rt, stream = self.kernels.runtime, self.kernels.stream
         for array, pointer in self.outputs:
-            rt.upload(pointer, np.zeros_like(array), stream)
+            rt.upload(pointer, np.full(array.nbytes, 0xFF, np.uint8), stream)
         run()
         copies = [(np.empty_like(array), array, pointer) for array, pointer in self.outputs]
         for copy, _, pointer in copies:
@@ -104,32 +106,28 @@ class StepTimes:
 def time_step(step: RecordedStep, repeats: int = STEP_REPEATS) -> StepTimes:
     """The step timed as queued launches, then as a graph captured from those launches and
     replayed, then as a graph of launches that overlap the one before; each the median of
-    ``repeats`` runs between events, behind the kernels' hold. A graph whose replay leaves
-    other outputs than the step's calls gave is refused."""
+    ``repeats`` runs between events, behind the kernels' hold. A runtime that cannot make a
+    graph (it lacks the calls, or refuses the capture) leaves it out and says why; a graph
+    that fails as it runs, or whose replay leaves other outputs than the step's calls gave,
+    stops the run."""
     kernels, rt = step.kernels, step.kernels.runtime
     queued = statistics.median(kernels.launch_timed(step.launches, []) for _ in range(repeats))
     launches = len(step.launches)
-    missing = rt.graphs_missing
-    if missing is not None:
+    graph, missing = _graph(step)
+    if graph is None:
         return StepTimes(launches, queued, None, missing, None, missing)
-    try:
-        replayed = _replayed(step, repeats)
-    except ReplayDiffers:
-        raise
-    except StrataError as refused:
-        return StepTimes(launches, queued, None, str(refused), None, str(refused))
+    replayed = _replayed(step, graph, repeats, "graph")
     handover_missing = _handover_missing(kernels)
     if handover_missing is not None:
         return StepTimes(launches, queued, replayed, None, None, handover_missing)
     rt.handover = True
     try:
-        handed = _replayed(step, repeats)
-    except ReplayDiffers:
-        raise
-    except StrataError as refused:
-        return StepTimes(launches, queued, replayed, None, None, str(refused))
+        graph, handover_missing = _graph(step)
     finally:
         rt.handover = False
+    if graph is None:
+        return StepTimes(launches, queued, replayed, None, None, handover_missing)
+    handed = _replayed(step, graph, repeats, "graph of overlapping launches")
     return StepTimes(launches, queued, replayed, None, handed, None)
 
 
@@ -142,22 +140,34 @@ def _handover_missing(kernels: GpuKernels) -> str | None:
     return kernels.runtime.handover_missing
 
 
-def _replayed(step: RecordedStep, repeats: int) -> float:
-    """The step's seconds replayed as a graph captured from its launches; the replay must
-    write every output as the calls gave it."""
+def _graph(step: RecordedStep) -> tuple[tuple[Any, Any] | None, str | None]:
+    """The step's launches captured from the kernels' stream and made ready to launch (the
+    graph and its executable), or None and why the runtime could not."""
     kernels, rt = step.kernels, step.kernels.runtime
-    graph = _capture(kernels, step.launches)
+    if rt.graphs_missing is not None:
+        return None, rt.graphs_missing
     try:
-        executable = rt.instantiate(graph)
-    except StrataError:
+        graph = _capture(kernels, step.launches)
+    except StrataError as refused:
+        return None, str(refused)
+    try:
+        return (graph, rt.instantiate(graph)), None
+    except StrataError as refused:
         rt.destroy_graph(graph, None)
-        raise
+        return None, str(refused)
+
+
+def _replayed(step: RecordedStep, made: tuple[Any, Any], repeats: int, what: str) -> float:
+    """The seconds of the made graph's replay; its replay must write every output as the
+    calls gave it. The graph is destroyed after."""
+    kernels, rt = step.kernels, step.kernels.runtime
+    graph, executable = made
     try:
         replay = [lambda: rt.launch_graph(executable, kernels.stream)]
         seconds = statistics.median(kernels.launch_timed(replay, []) for _ in range(repeats))
         if not step.outputs_again(replay[0]):
             raise ReplayDiffers(
-                "the decode step replayed as a graph gave other results than its calls"
+                f"the decode step replayed as a {what} gave other results than its calls"
             )
     finally:
         rt.destroy_graph(graph, executable)
@@ -165,14 +175,18 @@ def _replayed(step: RecordedStep, repeats: int) -> float:
 
 
 def _capture(kernels: GpuKernels, launches: Sequence[Callable[[], None]]) -> Any:
-    """The graph of ``launches`` captured from the kernels' stream; the capture is ended
-    where a launch fails in it."""
+    """The graph of ``launches`` captured from the kernels' stream. Where a launch fails in
+    it (or anything stops it), the capture is ended, what it made destroyed, and the first
+    failure raised."""
     rt, stream = kernels.runtime, kernels.stream
     rt.begin_capture(stream)
     try:
         for launch in launches:
             launch()
-    except StrataError:
-        rt.end_capture(stream)
+    except BaseException:
+        with contextlib.suppress(StrataError):
+            made = rt.end_capture(stream)
+            if made:
+                rt.destroy_graph(made, None)
         raise
     return rt.end_capture(stream)

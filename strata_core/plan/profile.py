@@ -81,7 +81,10 @@ def load(path: Path | None = None, recorder: Recorder | None = None) -> Workload
     if workload.hidden % 32:
         raise StrataError(f"{path}: hidden must be a multiple of 32 (Q8_0 blocks)")
     if (workload.experts == 0) != (workload.experts_per_token == 0):
-        raise StrataError(f"{path}: experts and experts_per_token are 0 together (no MoE) or not")
+        raise StrataError(
+            f"{path}: experts and experts_per_token must both be 0 (a dense model) or both be "
+            "positive"
+        )
     if (
         workload.experts_per_token > workload.experts
         or workload.cells_kept > workload.context_cells

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import log
 from ..api.records import KernelChoice
-from ..errors import NoGpuRun
+from ..errors import NoGpuRun, StrataError
 from ..gpu.backends import BACKENDS
 from ..plan.plan import HostRun, Plan, RunSettings
 from ..tuning.libraries import PATHS
@@ -130,6 +130,8 @@ def _check_gpu(
         answer["gemm"],
         plan.tuning,
     )
+    if "differs" in answer["step"]:  # the calls' own results are right: the graph is not
+        raise StrataError(f"{answer['step']['differs']}; the graph replay is not to be trusted")
     step = StepReport(
         REPLAYED_STEP,
         bytes_read=step_bytes(inputs, results, REPLAYED_STEP),
