@@ -343,27 +343,25 @@ def test_strata_pf_gemm_runs_the_kernel_librarys_wmma_gemm_on_gfx11(
     assert "strata_prompt_gemm" in {line[0] for line in launched}
 
 
-def test_a_runtime_that_crashes_on_load_is_one_line_and_the_host_runs(stand_in, env, tmp_path):
+@pytest.mark.parametrize(
+    ("fault", "line"),
+    [
+        ("segv-on-load", "died of SIGSEGV; the host backend runs the workload"),
+        # a runtime that ends the process (exit status 0) leaves no answer: the line says so,
+        # with no Python warning of the child's as the runtime's reason
+        ("exit-on-load",
+         "ended without an answer (exit status 0: no message); the host backend runs the "
+         "workload"),
+    ],
+)  # fmt: skip
+def test_a_runtime_that_crashes_or_exits_on_load_is_one_line_and_the_host_runs(
+    stand_in, env, tmp_path, fault, line
+):
     root = write_sysfs(tmp_path, [R9700])
-    carried = env | {"STRATA_HIP_LIBRARY": stand_in, "STAND_IN_FAULT": "segv-on-load"}
+    carried = env | {"STRATA_HIP_LIBRARY": stand_in, "STAND_IN_FAULT": fault}
     result = strata_core("run", "--json", "--profile", str(TINY), "--sysfs", str(root), env=carried)
     assert (
-        "strata-core: the GPU run (HIP runtime libamdhip64.so.7) died of SIGSEGV; the host "
-        "backend runs the "
-        "workload"
-    ) in result.stderr.splitlines()
-    assert json.loads(result.stdout)["backend"] == "host"
-
-
-def test_a_gpu_child_that_ends_early_says_so_without_a_warning_of_its_own(stand_in, env, tmp_path):
-    """A runtime that ends the process (exit status 0) leaves no answer: the line says so,
-    with no Python warning of the child's as the runtime's reason."""
-    root = write_sysfs(tmp_path, [R9700])
-    carried = env | {"STRATA_HIP_LIBRARY": stand_in, "STAND_IN_FAULT": "exit-on-load"}
-    result = strata_core("run", "--json", "--profile", str(TINY), "--sysfs", str(root), env=carried)
-    assert (
-        "strata-core: the GPU run (HIP runtime libamdhip64.so.7) ended without an answer (exit "
-        "status 0: no message); the host backend runs the workload"
+        f"strata-core: the GPU run (HIP runtime libamdhip64.so.7) {line}"
     ) in result.stderr.splitlines()
     assert "Warning" not in result.stderr
     assert json.loads(result.stdout)["backend"] == "host"
