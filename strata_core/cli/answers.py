@@ -300,22 +300,23 @@ def _facts_dict(facts: HostFacts | GpuFacts) -> Answer:
 def step_dict(step: StepReport, read_gbs: float) -> Answer:
     """The decode step a card replayed, as `run` shows it (times in ms; shares of the card's
     read over the step's bytes; graph figures null where the runtime has no graphs)."""
+    times = step.times
 
     def share(seconds: float | None) -> float | None:
         return None if seconds is None else step.share_of_read(seconds, read_gbs)
 
     return {
         "name": step.name,
-        "launches": step.launches,
+        "launches": times.launches,
         "bytes_read": step.bytes_read,
-        "graph_ms": None if step.graph_s is None else step.graph_s * 1e3,
-        "graph_share_of_read": share(step.graph_s),
-        "queued_ms": step.queued_s * 1e3,
-        "queued_share_of_read": share(step.queued_s),
-        "graph_missing": step.graph_missing,
-        "handover_ms": None if step.handover_s is None else step.handover_s * 1e3,
-        "handover_share_of_read": share(step.handover_s),
-        "handover_missing": step.handover_missing,
+        "graph_ms": None if times.graph_s is None else times.graph_s * 1e3,
+        "graph_share_of_read": share(times.graph_s),
+        "queued_ms": times.queued_s * 1e3,
+        "queued_share_of_read": share(times.queued_s),
+        "graph_missing": times.graph_missing,
+        "handover_ms": None if times.handover_s is None else times.handover_s * 1e3,
+        "handover_share_of_read": share(times.handover_s),
+        "handover_missing": times.handover_missing,
     }
 
 

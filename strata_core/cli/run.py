@@ -105,23 +105,24 @@ def report_run(outcome: PlanOutcome, as_json: bool) -> int:
 def step_line(step: StepReport, read_gbs: float) -> str:
     """The decode step on the card: replayed as a graph and as queued launches, each with its
     share of the card's read over the step's bytes."""
+    times = step.times
 
     def timed(seconds: float) -> str:
         share = step.share_of_read(seconds, read_gbs)
         return f"{people.duration(seconds)} ({share:.0%} of the card's read)"
 
-    queued = f"{timed(step.queued_s)} as queued launches"
+    queued = f"{timed(times.queued_s)} as queued launches"
     size = people.decimal_size(step.bytes_read)
-    head = f"{step.name} on the card: {step.launches} launches reading {size}"
-    if step.graph_s is None:
-        return f"{head}: {queued}; no graph replay: {step.graph_missing}"
-    if step.handover_s is None:
+    head = f"{step.name} on the card: {times.launches} launches reading {size}"
+    if times.graph_s is None:
+        return f"{head}: {queued}; no graph replay: {times.graph_missing}"
+    if times.handover_s is None:
         return (
-            f"{head}: {timed(step.graph_s)} as a graph, {queued}; no overlapping launches: "
-            f"{step.handover_missing}"
+            f"{head}: {timed(times.graph_s)} as a graph, {queued}; no overlapping launches: "
+            f"{times.handover_missing}"
         )
-    overlapping = f"{timed(step.handover_s)} as a graph of launches that overlap the one before"
-    return f"{head}: {timed(step.graph_s)} as a graph, {overlapping}, {queued}"
+    overlapping = f"{timed(times.handover_s)} as a graph of launches that overlap the one before"
+    return f"{head}: {timed(times.graph_s)} as a graph, {overlapping}, {queued}"
 
 
 def headline(ran: RunOutcome) -> str:
@@ -170,8 +171,9 @@ def read_cell(name: str, kernel: Mapping[str, Any]) -> str:
     holds it against it (above 100%: the data came from a cache)."""
     share = kernel["bandwidth_of_read"]
     rate = f"{kernel['bandwidth_gbs']:,.1f} GB/s"
-    kind = name.split(" ", 1)[0]  # a dense matrix's own report: matvec_q8_0 6144x4096
-    if kind not in READ_SHARES or share is None:
+    from ..run.workload import report_kind  # loaded by the run already
+
+    if report_kind(name) not in READ_SHARES or share is None:
         return rate
     return f"{rate} ({'cached' if share > 1 else f'{share:.0%}'})"
 

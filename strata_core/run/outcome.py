@@ -9,6 +9,7 @@ from typing import Any
 
 import attrs
 
+from ..gpu.step_graph import StepTimes
 from ..host.threads import ThreadChoice
 from ..tuning.lookup import TuningDecision
 from .workload import KernelReport
@@ -56,20 +57,12 @@ class KernelReports:
 
 @attrs.frozen
 class StepReport:
-    """A decode step on a card: its launches and the bytes its calls read, its GPU time as
-    queued launches and replayed as a graph (None where the runtime has no graphs:
-    ``graph_missing`` says why)."""
+    """A decode step on a card: its name, the bytes its calls read, and its launches and
+    times as the card's child measured them."""
 
     name: str
-    launches: int
     bytes_read: int
-    queued_s: float
-    graph_s: float | None
-    graph_missing: str | None
-    #: replayed as a graph whose launches overlap the kernel before (programmatic dependent
-    #: launch); None where the card or runtime cannot (``handover_missing`` says why)
-    handover_s: float | None = None
-    handover_missing: str | None = None
+    times: StepTimes
 
     def share_of_read(self, seconds: float, read_gbs: float) -> float:
         """The step's read rate in ``seconds`` as a share of ``read_gbs``."""

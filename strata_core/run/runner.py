@@ -19,6 +19,7 @@ from .. import log
 from ..api.records import KernelChoice
 from ..errors import NoGpuRun, StrataError
 from ..gpu.backends import BACKENDS
+from ..gpu.step_graph import StepTimes
 from ..plan.plan import HostRun, Plan, RunSettings
 from ..tuning.libraries import PATHS
 from .child_process import child_answer
@@ -132,11 +133,8 @@ def _check_gpu(
     )
     if "differs" in answer["step"]:  # the calls' own results are right: the graph is not
         raise StrataError(f"{answer['step']['differs']}; the graph replay is not to be trusted")
-    step = StepReport(
-        REPLAYED_STEP,
-        bytes_read=step_bytes(inputs, results, REPLAYED_STEP),
-        **answer["step"],
-    )
+    bytes_read = step_bytes(inputs, results, REPLAYED_STEP)
+    step = StepReport(REPLAYED_STEP, bytes_read, StepTimes(**answer["step"]))
     return RunOutcome(plan.backend, facts, KernelReports(reports, facts.read_gbs), step=step)
 
 
