@@ -28,6 +28,7 @@ def test_each_module_is_the_kernel_abi_for_its_target(target):
     assert code.operations == tuple(abi.OPERATIONS)
     assert set(code.kernels) == {f"strata_{op}" for op in abi.OPERATIONS}
     assert launch_problems(code, target) == []
+    assert code.prompt_gemm == "fma"  # NVIDIA's: a 16 x 16 tile a workgroup, from LDS
     text = path.read_text()
     assert f".target {target}" in text
     assert "dp4a.s32.s32" in text  # the int8 dot4 of matvec_q8_0
@@ -57,6 +58,25 @@ def test_a_module_with_another_layout_is_refused(tmp_path):
     changed.write_text(text)
     problems = launch_problems(ptx.read(changed), "sm_90")
     assert len(problems) == 1 and problems[0].startswith(f"{path.name}: topk: metadata lays out ")
+
+
+def test_a_module_that_names_no_prompt_gemm_is_refused(tmp_path):
+    """The launcher sizes the prompt GEMM's grid by the kernel the module says it carries;
+    a module that says none (or one the launcher does not know) is not launched."""
+    path = LIBRARY.code_objects["sm_90"]
+    changed = tmp_path / path.name
+    for renamed in ("strata_prompt_gemm_kinds", "strata_prompt_gemm_kind"):
+        text = path.read_text()
+        if renamed == "strata_prompt_gemm_kind":  # the same symbol, naming an unknown kernel
+            text = text.replace("{102, 109, 97}", "{120, 109, 97}")
+        else:
+            text = text.replace("strata_prompt_gemm_kind", renamed)
+        changed.write_text(text)
+        code = ptx.read(changed)
+        assert code.prompt_gemm == ("" if renamed.endswith("s") else "xma")
+        assert launch_problems(code, "sm_90") == [
+            f"{path.name} names no prompt GEMM kernel of wmma, fma"
+        ]
 
 
 def test_a_file_that_is_no_ptx_is_one_line(tmp_path):

@@ -13,6 +13,10 @@ DEVICE _Float16 load_or_zero(const _Float16 *matrix, int64_t row, int64_t rows, 
 }
 
 #if defined(__GFX11__) || defined(__GFX12__)
+// Which kernel this target got, for the launcher, which gives the WMMA kernel a tile a logical
+// warp and the FMA kernel a tile a workgroup.
+EXPORTED_DATA char strata_prompt_gemm_kind[] = "wmma";
+
 // Each logical warp computes one 16 x 16 tile of c on the matrix cores.
 KERNEL void strata_prompt_gemm(const _Float16 *a, const _Float16 *w, float *c, int64_t m,
                                int64_t n, int64_t k) {
@@ -54,6 +58,8 @@ KERNEL void strata_prompt_gemm(const _Float16 *a, const _Float16 *w, float *c, i
   }
 }
 #else
+EXPORTED_DATA char strata_prompt_gemm_kind[] = "fma";
+
 // Each workgroup computes one 16 x 16 tile of c, one element per thread, from LDS tiles.
 SHARED float gemm_a[TILE][TILE + 1];
 SHARED float gemm_w[TILE][TILE + 1];

@@ -53,6 +53,9 @@ class CodeObject:
     arg_kinds_known: bool = True
     #: the PTX ISA version a PTX module declares (``.version 7.8`` is (7, 8)); None for ELF
     ptx_isa: tuple[int, int] | None = None
+    #: the prompt GEMM kernel the source compiled for this target (its strata_prompt_gemm_kind):
+    #: ``wmma`` (a tile a logical warp) or ``fma`` (a tile a workgroup); "" where it says none
+    prompt_gemm: str = ""
 
     def kernel(self, operation: str) -> Kernel:
         return self.kernels[KERNEL_PREFIX + operation]
@@ -83,7 +86,17 @@ def read(path: Path) -> CodeObject:
         abi_version=int.from_bytes(abi, "little") if abi is not None else None,
         operations=tuple(operations.split(",")) if operations else (),
         kernels={k.name: k for k in map(_kernel, metadata.get("amdhsa.kernels", ()))},
+        prompt_gemm=text_global(globals_, "strata_prompt_gemm_kind"),
     )
+
+
+def text_global(found: dict[str, bytes], name: str) -> str:
+    """An exported string (its bytes up to the terminating zero); "" where it is missing or
+    not ASCII."""
+    try:
+        return found.get(name, b"").split(b"\0", 1)[0].decode("ascii")
+    except UnicodeDecodeError:
+        return ""
 
 
 def _metadata(elf: ELFFile, path: Path) -> dict[str, Any]:

@@ -59,7 +59,10 @@ TOPK_WORDS = 6
 READ_WORDS_PER_THREAD = 8
 MAX_READ_BLOCKS = 4096
 #: The kernel library's variants by the names the plan gives them, as the ABI's codes: top-k's
-#: reference radix, register kernel and wide kernel; the GEMM is compiled in (library_gemm).
+#: reference radix, register kernel and wide kernel; the GEMM is compiled in (the code object's
+#: strata_prompt_gemm_kind).
+#: the prompt GEMM kernels the source compiles, one a target
+PROMPT_GEMMS = ("wmma", "fma")
 VARIANTS: dict[str, dict[str, int]] = {
     "router_topk": {
         "fast": kernel_abi.integer_const("STRATA_ROUTER_FAST"),
@@ -71,12 +74,6 @@ VARIANTS: dict[str, dict[str, int]] = {
         "wide": kernel_abi.integer_const("STRATA_TOPK_WIDE"),
     },
 }
-
-
-def library_gemm(target: str) -> str:
-    """The prompt GEMM the kernel library compiles for a target (the source's #if): WMMA on
-    gfx11 and gfx12, FMA on LDS tiles elsewhere, NVIDIA included."""
-    return "wmma" if target.startswith(("gfx11", "gfx12")) else "fma"
 
 
 def variant_code(op: str, variant: str) -> int:
@@ -123,8 +120,8 @@ def start_check(plugin: str, library: KernelLibrary, gpu: Card) -> code_object.C
 
 def launch_problems(code: code_object.CodeObject, target: str) -> list[str]:
     """Why the launcher cannot drive ``code`` as the code object listed for ``target``: another
-    target, another kernel ABI or operation list, another argument layout, or kernels that do
-    not take STRATA_BLOCK threads. Empty when it can."""
+    target, another kernel ABI or operation list, no prompt GEMM it knows, another argument
+    layout, or kernels that do not take STRATA_BLOCK threads. Empty when it can."""
     name = code.path.name
     problems = []
     if code.target != target:
@@ -133,6 +130,8 @@ def launch_problems(code: code_object.CodeObject, target: str) -> list[str]:
         problems.append(f"{name} implements kernel ABI {code.abi_version}, not {ABI_VERSION}")
     if code.operations != tuple(abi.OPERATIONS):
         problems.append(f"{name} exports {', '.join(code.operations) or 'no operations'}")
+    if code.prompt_gemm not in PROMPT_GEMMS:
+        problems.append(f"{name} names no prompt GEMM kernel of {', '.join(PROMPT_GEMMS)}")
     problems += abi.layout_problems(code)
     problems += [
         f"{name}: {k.name} runs at most {k.max_workgroup_size} threads, not {BLOCK}"
@@ -535,7 +534,7 @@ class GpuKernels:
     def prompt_gemm(self, a: Any, wt: Any) -> np.ndarray:
         """c = a @ wt.T with half inputs: a is M x K, wt is N x K. The WMMA kernel takes a
         16 x 16 tile a logical warp, the FMA kernel one a workgroup."""
-        wmma = library_gemm(self.code.target) == "wmma"
+        wmma = self.code.prompt_gemm == "wmma"
         (m, k), n = a.shape, wt.shape[0]
         c = np.empty((m, n), dtype=np.float32)
         tiles = _blocks(m, TILE) * _blocks(n, TILE)

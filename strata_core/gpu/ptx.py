@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import bounded
 from ..errors import StrataError
-from .code_object import KERNEL_PREFIX, CodeObject, Kernel, KernelArg
+from .code_object import KERNEL_PREFIX, CodeObject, Kernel, KernelArg, text_global
 
 #: PTX's own word for a parameter whose kind it does not record
 PARAM = "param"
@@ -52,7 +52,7 @@ def read(path: Path) -> CodeObject:
     numbers = dict(_CONST_U32.findall(text))
     blobs = {name: bytes(int(b) for b in body.split(",") if b.strip()) for name, body in
              _CONST_BYTES.findall(text)}  # fmt: skip
-    operations = blobs.get("strata_operations", b"").rstrip(b"\0").decode()
+    operations = text_global(blobs, "strata_operations")
     kernels = {}
     for name, params, directives in _ENTRY.findall(text):
         if name.startswith(KERNEL_PREFIX):
@@ -67,6 +67,7 @@ def read(path: Path) -> CodeObject:
         kernels=kernels,
         arg_kinds_known=False,
         ptx_isa=(int(version.group(1)), int(version.group(2))) if version else None,
+        prompt_gemm=text_global(blobs, "strata_prompt_gemm_kind"),
     )
 
 
