@@ -1,11 +1,13 @@
-"""Facts about every AMD GPU target that the engine's HIP backend page (AMD_HIP.md) names, as
-data: archdb.toml, keyed by target, each row with named fields and the place on the page it
-comes from, read into :class:`Arch` records (a row with an unknown, missing or mistyped field
-is refused)."""
+"""What the core knows of GPU targets without any one architecture's plugin: the page's
+catalogue (archdb.toml: the targets AMD_HIP.md names, with their status and the extra that
+installs a plugin for them), NVIDIA compute capabilities, and a target's generation from its
+name. What a target is comes from its plugin (strata_core.api.arch)."""
 
 from __future__ import annotations
 
 import enum
+import functools
+import re
 import tomllib
 from collections.abc import Iterable
 from pathlib import Path
@@ -16,9 +18,12 @@ from . import bounded
 from .digits import is_digits
 
 DATA = Path(__file__).with_name("archdb.toml")
-HIPBLASLT, ROCBLAS = "hipBLASLt", "rocBLAS"
 #: NVIDIA targets are compute capabilities: sm_90
 NVIDIA_PREFIX = "sm_"
+#: the extra whose plugin runs NVIDIA cards (their PTX covers newer cards through the driver)
+NVIDIA_EXTRA = "cuda"
+
+_of = attrs.validators.instance_of
 
 
 class SupportStatus(enum.Enum):
@@ -34,11 +39,6 @@ class SupportStatus(enum.Enum):
     BUILDS_BY_HAND = "builds by hand"
 
 
-_of = attrs.validators.instance_of
-
-
-# Converters written in Python: attrs reads a converter's signature, and a builtin's (tuple, an
-# Enum's) is parsed from text with the tokenizer, whose pattern costs milliseconds to compile.
 def _tuple(values: Iterable[str]) -> tuple[str, ...]:
     return tuple(values)
 
@@ -48,67 +48,65 @@ def _status(value: str | SupportStatus) -> SupportStatus:
 
 
 @attrs.frozen
-class Arch:
-    """One target's row; archdb.toml's header says what each field means."""
+class PageTarget:
+    """One target of the page's catalogue; archdb.toml's header says what each field means."""
 
     target: str = attrs.field(validator=_of(str))
     family: str = attrs.field(validator=_of(str))
     cards: tuple[str, ...] = attrs.field(
         converter=_tuple, validator=attrs.validators.deep_iterable(_of(str))
     )
-    wave_size: int = attrs.field(validator=attrs.validators.in_((32, 64)))
-    matrix_cores: bool = attrs.field(validator=_of(bool))
-    int8_dot: str = attrs.field(validator=_of(str))
-    integrated_only: bool = attrs.field(validator=_of(bool))
     status: SupportStatus = attrs.field(converter=_status)
     page: str = attrs.field(validator=_of(str))
-    table_library: str | None = attrs.field(
-        default=None, validator=attrs.validators.in_((HIPBLASLT, ROCBLAS, None))
-    )
-    wmma_prompt_gemm: bool = attrs.field(default=False, validator=_of(bool))
-    portable_kernels: bool = attrs.field(default=False, validator=_of(bool))
     note: str = attrs.field(default="", validator=_of(str))
+    extra: str = attrs.field(default="", validator=_of(str))
     wave32_refusal: str = attrs.field(default="", validator=_of(str))
 
-    @property
-    def matrix_core_kernels(self) -> bool:
-        """Whether the engine's build for this target runs kernels on the matrix cores."""
-        return self.matrix_cores and not self.portable_kernels
 
-
-def load(path: Path = DATA) -> dict[str, Arch]:
-    """Every row of the database at ``path``, by target; a row with an unknown or missing
-    field is a TypeError, a mistyped value a TypeError or ValueError (attrs checks them, so
-    that reading the database needs no cattrs)."""
+def load(path: Path = DATA) -> dict[str, PageTarget]:
+    """Every row of the catalogue at ``path``, by target; a row with an unknown or missing
+    field is a TypeError, a mistyped value a TypeError or ValueError."""
     rows = tomllib.loads(bounded.read_text(path, bounded.ARCH_DATABASE))
-    return {target: Arch(target=target, **row) for target, row in rows.items()}
+    return {target: PageTarget(target=target, **row) for target, row in rows.items()}
 
 
-ARCHS: dict[str, Arch] = load()
+PAGE: dict[str, PageTarget] = load()
 
-#: The extras of the `strata` distribution: the plugin distribution each brings and the
-#: targets that plugin runs (AMD_HIP.md "Supported cards"; docs/design.md "Layout").
-EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "rdna4": ("strata-hip-rdna4", ("gfx1200", "gfx1201")),
-    "rdna3": ("strata-hip-rdna3", ("gfx1100", "gfx1101", "gfx1102")),
-    "rdna2": ("strata-hip-rdna2", ("gfx1030", "gfx1031")),
-    "gfx906": ("strata-gfx906", ("gfx906",)),
-    "igpu": ("strata-igpu", ("gfx1103", "gfx1150", "gfx1151", "gfx1152")),
-    "cuda": ("strata-cuda", ("sm_80", "sm_86", "sm_89", "sm_90")),
-}
+
+def base_target(target: str) -> str:
+    """gfx906:sramecc+:xnack- -> gfx906 (target-ID features are not part of the target)."""
+    return target.split(":", 1)[0]
+
+
+def page_target(target: str) -> PageTarget | None:
+    return PAGE.get(base_target(target))
+
+
+@functools.cache
+def extra_distributions() -> dict[str, str]:
+    """strata's extras and the plugin distribution each brings, as strata's own metadata
+    says (``Requires-Dist: strata-hip-rdna4==0.1.0; extra == "rdna4"``)."""
+    from importlib import metadata
+
+    try:
+        requires = metadata.requires("strata") or []
+    except metadata.PackageNotFoundError:
+        return {}
+    found = {}
+    for line in requires:
+        matched = re.match(r"([A-Za-z0-9_.-]+)[^;]*;\s*extra\s*==\s*['\"]([\w-]+)['\"]\s*$", line)
+        if matched and matched[1] != "strata":
+            found[matched[2]] = matched[1]
+    return found
 
 
 def extra_for(target: str) -> tuple[str, str] | None:
-    """(extra, distribution) of the in-tree plugin that runs a target."""
-    for extra, (distribution, targets) in EXTRAS.items():
-        if target in targets:
-            return extra, distribution
-    return None
-
-
-def lookup(target: str) -> Arch | None:
-    """The row for a gfx target; target-ID suffixes such as ``:sramecc+`` are ignored."""
-    return ARCHS.get(target.split(":", 1)[0])
+    """(extra, distribution) of the strata extra that installs a plugin for ``target``: the
+    page's catalogue for AMD targets, the cuda extra for NVIDIA ones."""
+    page = page_target(target)
+    extra = NVIDIA_EXTRA if target.startswith(NVIDIA_PREFIX) else (page.extra if page else "")
+    distribution = extra_distributions().get(extra) if extra else None
+    return (extra, distribution) if distribution else None
 
 
 def compute_capability(target: str) -> int | None:
@@ -129,15 +127,8 @@ def newest_ptx_for(targets: Iterable[str], target: str) -> str | None:
     return max(older)[1] if older else None
 
 
-def family_of(target: str) -> str:
-    """The family name of a target; a target the database lacks says so with its generation.
-    An NVIDIA target (sm_90) is named by its compute capability."""
-    arch = lookup(target)
-    if arch is not None:
-        return arch.family
-    capability = compute_capability(target)
-    if capability is not None:
-        return f"NVIDIA compute capability {capability // 10}.{capability % 10}"
-    if target.startswith(NVIDIA_PREFIX):
-        return "NVIDIA, compute capability unknown"
-    return f"unknown gfx{target.removeprefix('gfx')[:-2]} family"
+def generation_of(target: str) -> str:
+    """The ISA generation a gfx target's name gives: gfx1201 -> gfx12, gfx906 -> gfx9."""
+    target = base_target(target)
+    digits = target.removeprefix("gfx")
+    return f"gfx{digits[:-2]}" if target.startswith("gfx") and len(digits) >= 3 else target

@@ -54,6 +54,8 @@ BUILD_MANIFEST = Bound(MIB, "a kernel build manifest")
 KERNEL_CODE = Bound(256 * MIB, "a kernel code object")
 #: the architecture database strata ships (strata_core/archdb.toml, a few KB)
 ARCH_DATABASE = Bound(MIB, "the architecture database")
+#: libdrm's amdgpu.ids, the marketing names of AMD GPUs (30-60 KB as libdrm ships it)
+AMDGPU_IDS = Bound(MIB, "libdrm's table of AMD GPU names")
 #: /proc/cpuinfo, /proc/meminfo, /etc/os-release, ROCm's version file (cpuinfo of 512 cores
 #: is about 1 MiB)
 SYSTEM_FILE = Bound(4 * MIB, "a system file")

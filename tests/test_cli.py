@@ -25,7 +25,7 @@ def test_plugins_json_lists_every_in_tree_plugin(env):
         "name": "hip_rdna4",
         "distribution": "strata-hip-rdna4",
         "version": "0.1.0",
-        "api_version": 1,
+        "api_version": 2,
         "archs": ["gfx1200", "gfx1201"],
         "status": "active",
         "why": "",
@@ -46,7 +46,7 @@ def test_plugins_text_shows_status_and_why(env):
     out = run("plugins", env=env | {"STRATA_DISABLE_PLUGINS": "gfx906"}).stdout.splitlines()
     assert max(len(line) for line in out) <= 100
     rows = {line.split()[0]: line.split() for line in out[: out.index("")] if line[0] != " "}
-    assert rows["hip_rdna2"][1:] == ["strata-hip-rdna2", "0.1.0", "1", "gfx1030,gfx1031", "active"]
+    assert rows["hip_rdna2"][1:] == ["strata-hip-rdna2", "0.1.0", "2", "gfx1030,gfx1031", "active"]
     # A disabled plugin is not even imported: its API version and targets are unknown.
     assert rows["gfx906"][1:] == [
         "strata-gfx906",
@@ -73,10 +73,11 @@ def test_devices_json(tmp_path, env):
         "index": 1,
         "vendor": "amd",
         "backend": "hip",
-        "name": "RX 7900 XT / RX 7900 XTX",
+        "name": "Radeon RX 7900 XTX",
         "gfx": "gfx1100",
         "physical_gfx": "gfx1100",
         "family": "RDNA3",
+        "matrix_cores": "WMMA",
         "integrated": False,
         "integrated_evidence": "DRM board_info present (amdgpu hides it on APUs)",
         "vram_bytes": 24 << 30,
@@ -104,12 +105,14 @@ def test_devices_text_through_strata_sysfs(tmp_path, env):
     assert header.split() == ["#", "card", "target", "family", "kind", "VRAM", "PCI"]
     assert mi50.split()[:2] == ["*", "0"]
     assert [c.strip() for c in mi50.split("  ") if c.strip()][2:5] == [
-        "Instinct MI50 / Instinct MI60 / Radeon VII",
+        "Instinct MI60 / MI50",
         "gfx906",
         "GCN5 (Vega20)",
     ]
-    assert "source build, community-tested; gfx906 carries code for gfx906 [helper]" in out
-    assert "maintainer-tested; hip_rdna4 carries code for gfx1201 [main]" in out
+    assert (
+        "source build, community-tested; no matrix cores; gfx906 carries code for gfx906 [helper]"
+    ) in out
+    assert "maintainer-tested; WMMA matrix cores; hip_rdna4 carries code for gfx1201 [main]" in out
     assert result.stderr.startswith(
         "strata-core: cards of two families (GCN5 (Vega20), RDNA4) need a system ROCm 7"
     )
@@ -194,8 +197,10 @@ def test_a_card_no_plugin_runs_is_one_short_line_and_the_long_form_with_v(env, t
 
     root = write_sysfs(tmp_path, [R9700, fake_gpu("gfx908", pci_bus=0x05)])
     short = run("devices", "--sysfs", str(root), env=env).stdout.splitlines()
-    assert "      not in the architecture database; no installed plugin runs gfx908 (unknown " \
-        "gfx9 family)" in short
+    assert (
+        "      neither on the page nor described by an installed plugin; no installed plugin runs "
+        "gfx908 (gfx9, described by no installed plugin)"
+    ) in short
     assert not any("wave64" in line for line in short)
     verbose = run("devices", "-v", "--sysfs", str(root), env=env).stdout.splitlines()
     assert "        hip_rdna4 is a wave32 build for gfx1200, gfx1201; gfx908 is wave64" in verbose

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from strata_core import archdb
+from strata_core.api.arch import MatrixCores
 from strata_core.api.manager import PluginManager
 from strata_core.api.records import KernelLibrary
 from strata_core.gpu import abi, code_object
@@ -17,6 +17,8 @@ from strata_core.gpu.library import ABI_VERSION
 LLVM_TOOLS = ("llvm-objdump-19", "llvm-readelf-19")
 #: VOP2 encoding of v_dot4_i32_i8 (accumulating into the destination) that LLVM picks on gfx10
 DOT4_ENCODINGS = {"v_dot4_i32_i8": {"v_dot4_i32_i8", "v_dot4c_i32_i8"}}
+#: what the plugins say each target is
+RECORDS = PluginManager.discover({}).arch_records()
 
 
 def _libraries() -> dict[str, tuple[tuple[str, ...], KernelLibrary]]:
@@ -108,7 +110,7 @@ def test_the_argument_layout_is_what_the_launcher_packs(plugin, target):
 @pytest.mark.parametrize(("plugin", "target"), CASES)
 def test_the_wavefront_size(plugin, target):
     code = _code(plugin, target)
-    assert code.wavefront_sizes == {archdb.lookup(target).wave_size}
+    assert code.wavefront_sizes == {RECORDS[target].wave_size}
     assert code.wavefront_sizes == ({64} if target == "gfx906" else {32})
 
 
@@ -117,7 +119,8 @@ def test_matrix_cores_in_the_gemm_exactly_where_the_architecture_has_them(plugin
     code = _code(plugin, target)
     gemm = _disassembly(code.path, "strata_prompt_gemm")
     uses_wmma = "v_wmma_f32_16x16x16_f16" in gemm
-    assert uses_wmma == archdb.lookup(target).matrix_cores
+    assert uses_wmma == (RECORDS[target].matrix_cores is MatrixCores.WMMA)
+    assert code.prompt_gemm == ("wmma" if uses_wmma else "fma")  # what the launcher reads
     assert uses_wmma == target.startswith(("gfx11", "gfx12"))
     if not uses_wmma:
         assert "v_fma" in gemm or "v_fmac" in gemm
@@ -128,7 +131,7 @@ def test_the_int8_dot_instruction_is_the_one_the_page_names(plugin, target):
     code = _code(plugin, target)
     matvec = _disassembly(code.path, "strata_matvec_q8_0")
     found = set(re.findall(r"\bv_dot4c?_i32_i?u?8\b", matvec))
-    named = archdb.lookup(target).int8_dot
+    named = RECORDS[target].int8_dot
     assert found and found <= DOT4_ENCODINGS.get(named, {named})
     assert ("v_dot4_i32_iu8" in found) == target.startswith(("gfx11", "gfx12"))
 

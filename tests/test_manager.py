@@ -162,14 +162,16 @@ def test_broken_and_incompatible_plugins_are_reported_and_skipped(site, env):
     assert status(manager, "broken") is PluginStatus.BROKEN
     assert "No module named 'no_such_module'" in manager.records["broken"].why
     assert status(manager, "future") is PluginStatus.INCOMPATIBLE
-    assert manager.records["future"].why == "implements strata API 7; strata 0.1.0 supports API 1"
+    assert manager.records["future"].why == (
+        "implements strata API 7; strata 0.1.0 supports API 1, 2"
+    )
     assert status(manager, "unversioned") is PluginStatus.INCOMPATIBLE
     assert manager.records["unversioned"].why.startswith("declares no strata_api_version")
     assert status(manager, "typo") is PluginStatus.BROKEN
     assert "strata_claim_devices" in manager.records["typo"].why
     assert (
         "plugin future (third-party-misc 0.3) disabled: implements strata API 7; "
-        "strata 0.1.0 supports API 1"
+        "strata 0.1.0 supports API 1, 2"
     ) in manager.problems
     assert len([p for p in manager.problems if p.startswith("plugin broken ")]) == 1
 

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 import strata_core
-from strata_core import archdb
 from strata_core.api import manifest as manifest_module
 from strata_core.cli.report import library_lines
 from strata_core.hip import build_hook
@@ -31,7 +30,9 @@ def test_versions_move_in_lockstep():
     for extra, requirements in root["optional-dependencies"].items():
         if extra != "all":
             assert requirements[0].endswith(f"=={version}"), extra
-    assert len(PLUGIN_DIRS) == 6
+    (every,) = root["optional-dependencies"]["all"]
+    members = every.removeprefix("strata[").removesuffix("]").split(",")
+    assert sorted(members) == sorted(e for e in root["optional-dependencies"] if e != "all")
     for path in PLUGIN_DIRS:
         project = tomllib.loads(path.read_text())["project"]
         assert project["version"] == version, path
@@ -42,11 +43,13 @@ def test_every_plugin_has_an_extra_and_an_entry_point():
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
     ]
-    named = {r.split("==")[0] for reqs in extras.values() for r in reqs}
+    named = {r.split("==")[0] for e, reqs in extras.items() if e != "all" for r in reqs}
+    plugins = set()
     for path in PLUGIN_DIRS:
         project = tomllib.loads(path.read_text())["project"]
-        assert project["name"] in named
+        plugins.add(project["name"])
         assert list(project["entry-points"]["strata.arch"]) == [path.parent.name]
+    assert plugins == named  # each plugin has its extra, and each extra is a plugin
 
 
 def test_a_plugin_is_rebuilt_when_a_hip_compiler_appears():
@@ -194,68 +197,72 @@ def test_a_build_without_clang_says_so_and_carries_no_code_objects(tmp_path):
     ]
 
 
-EXAMPLE = ROOT / "examples" / "strata-rx6600"
+EXAMPLES = ROOT / "examples"
+
+
+class InstalledExample:
+    """An example plugin installed into a fresh environment beside strata's wheels, built by
+    strata's strata-kernels hook; its commands run there as a user's would."""
+
+    def __init__(self, name: str, wheels: Path, tmp_path: Path, env: dict[str, str]) -> None:
+        self.source, self.env = EXAMPLES / name, env
+        venv.create(tmp_path / "venv")
+        self.bin = tmp_path / "venv/bin"
+        install = [shutil.which("uv"), "pip", "install", "--quiet", "--python", str(self.python)]
+        for args in (
+            ["--no-index", "--find-links", str(wheels), "strata"],
+            ["hatchling>=1.26", "pytest"],
+            ["--no-index", "--no-build-isolation", "--no-deps", str(self.source)],
+        ):
+            subprocess.run([*install, *args], check=True, capture_output=True, timeout=600)
+
+    @property
+    def python(self) -> Path:
+        return self.bin / "python"
+
+    def strata_core(self, *args: str) -> subprocess.CompletedProcess:
+        command = [str(self.bin / "strata-core"), *args]
+        return subprocess.run(command, env=self.env, capture_output=True, text=True, timeout=120)
+
+    def plugin(self, name: str) -> dict:
+        """The plugin's row of `plugins --json`, which `plugins --check` finds conforming."""
+        listing = json.loads(self.strata_core("plugins", "--json").stdout)["plugins"]
+        (row,) = [p for p in listing if p["name"] == name]
+        assert self.strata_core("plugins", "--check").stdout.splitlines() == [f"{name}: conforms"]
+        return row
+
+    def own_tests(self) -> str:
+        """The example's own tests, which use only the kit (the pytest plugin's fixtures and
+        strata_core.testing); they must pass."""
+        done = subprocess.run(
+            [str(self.python), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+             str(self.source / "tests")],
+            env=self.env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout
+        return done.stdout
 
 
 def test_a_third_party_plugin_written_with_the_kit(wheels, tmp_path, env):
-    """examples/strata-rx6600 in a fresh environment: built by strata's strata-kernels hook,
-    found by every command with no change to the core, and passing its own tests, which use
-    only the kit (the pytest plugin's fixtures and strata_core.testing)."""
-    venv.create(tmp_path / "venv")
-    python = tmp_path / "venv/bin/python"
-    install = [shutil.which("uv"), "pip", "install", "--quiet", "--python", str(python)]
-    for args in (
-        ["--no-index", "--find-links", str(wheels), "strata"],
-        ["hatchling>=1.26", "pytest"],
-        ["--no-index", "--no-build-isolation", "--no-deps", str(EXAMPLE)],
-    ):
-        subprocess.run([*install, *args], check=True, capture_output=True, timeout=600)
-
-    def strata_core(*args: str) -> subprocess.CompletedProcess:
-        command = [str(tmp_path / "venv/bin/strata-core"), *args]
-        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
-
-    listing = json.loads(strata_core("plugins", "--json").stdout)["plugins"]
-    (rx6600,) = [p for p in listing if p["name"] == "rx6600"]
+    """examples/strata-rx6600 in a fresh environment: found by every command with no change to
+    the core, and passing its own tests."""
+    example = InstalledExample("strata-rx6600", wheels, tmp_path, env)
+    rx6600 = example.plugin("rx6600")
     assert (rx6600["distribution"], rx6600["status"], rx6600["archs"]) == (
         "strata-rx6600",
         "active",
         ["gfx1032"],
     )
     assert list(rx6600["kernel_library"]["code_objects"]) == ["gfx1032"]
-    assert strata_core("plugins", "--check").stdout.splitlines() == ["rx6600: conforms"]
 
     root = write_sysfs(tmp_path / "sys", [fake_gpu("gfx1032", vram_gib=8)])
-    devices = json.loads(strata_core("devices", "--json", "--no-hip", "--sysfs", str(root)).stdout)
+    scan = ("--no-hip", "--sysfs", str(root))
+    devices = json.loads(example.strata_core("devices", "--json", *scan).stdout)
     assert [(d["gfx"], d["plugin"]) for d in devices["devices"]] == [("gfx1032", "rx6600")]
-    plan = json.loads(strata_core("plan", "--json", "--no-hip", "--sysfs", str(root)).stdout)
+    plan = json.loads(example.strata_core("plan", "--json", *scan).stdout)
     assert plan["plugin"] == "rx6600"
     assert plan["switches"]["STRATA_MTP_SIDE_STREAM"]["source"] == "arch-default"
-
-    own_tests = subprocess.run(
-        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", str(EXAMPLE / "tests")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert own_tests.returncode == 0, own_tests.stdout
-    assert "5 passed" in own_tests.stdout
-
-
-def test_each_extra_brings_the_plugin_built_for_its_targets():
-    """archdb's extras (the hint a card with no plugin gets) against each plugin's build."""
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
-        "optional-dependencies"
-    ]
-    for path in PLUGIN_DIRS:
-        pyproject = tomllib.loads(path.read_text())
-        name = pyproject["project"]["name"]
-        extra = next(
-            e for e, reqs in extras.items() if reqs == [f"{name}=={strata_core.__version__}"]
-        )
-        targets = pyproject["tool"]["hatch"]["build"]["hooks"]["custom"]["targets"]
-        assert archdb.EXTRAS[extra] == (name, tuple(targets)), path
+    assert "5 passed" in example.own_tests()
 
 
 @pytest.mark.skipif(shutil.which("uv") is None, reason="uv runs the project's commands")
@@ -271,3 +278,5 @@ def test_uv_run_does_not_compile_bytecode_each_time():
     assert done.returncode == 0, done.stderr
     assert "Bytecode compiled" not in done.stderr
     assert "uv sync --locked --compile-bytecode" in (ROOT / "scripts/setup.sh").read_text()
+
+

@@ -6,15 +6,16 @@ import os
 import attrs
 import pytest
 
+from strata_core.api.arch import Architectures
 from strata_core.api.manager import PluginManager
 from strata_core.api.records import RunContext
 from strata_core.detect.visibility import is_runtime_variable
 from strata_core.plan.claims import assign
-from strata_core.plan.devices import device_for
 from strata_core.plan.packages import package_for
 from strata_core.plan.pipeline import named_device
 from strata_core.plan.plan import build_plan
 from strata_core.plan.resolve import parse_engine_args, without_flags
+from strata_core.testing import device_for
 
 GIB = 1 << 30
 IGPU_SET = (
@@ -39,7 +40,8 @@ def manager():
 @pytest.fixture
 def plan(manager):
     def make(gfx, integrated=False, user=None, config=None, args=(), device=None, **context):
-        device = device or named_device(gfx, integrated, manager)
+        archs = Architectures(manager.arch_records())
+        device = device or named_device(gfx, integrated, archs, manager)
         (assignment,), _ = assign(manager, [device])
         return build_plan(
             manager,

@@ -69,8 +69,7 @@ def test_human_output_is_grouped_by_source(pc):
     assert len(section.splitlines()) == int(unset[0].split()[0])
     assert all("unset; engine built-in: " in line for line in section.splitlines())
     assert out.splitlines()[0] == (
-        "plan for HIP 1: RX 9070 / RX 9070 XT / Radeon AI PRO R9700 "
-        "(gfx1201, RDNA4, discrete) on Linux"
+        "plan for HIP 1: Radeon AI PRO R9700 (gfx1201, RDNA4, discrete) on Linux"
     )
 
 

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from strata_core.api.arch import Architectures
+from strata_core.api.manager import PluginManager
 from strata_core.api.switches import Resolved
 from strata_core.cli import main as cli
 from strata_core.errors import StrataError
@@ -14,6 +16,7 @@ from strata_core.host.tuning import HostGemmTunable
 from strata_core.tuning import versions
 from strata_core.tuning.calibrate import Case, calibrate, wall_clock
 from strata_core.tuning.dispatch import SolutionRefused, TunedDispatch
+from strata_core.tuning.kinds import CUBLASLT, HIPBLASLT, HOST, ROCBLAS
 from strata_core.tuning.lookup import (
     decide_hipblaslt,
     decide_host,
@@ -21,7 +24,6 @@ from strata_core.tuning.lookup import (
     find_table,
     search_dirs,
 )
-from strata_core.tuning.kinds import CUBLASLT, HIPBLASLT, HOST, ROCBLAS
 from strata_core.tuning.tables import read, render
 from strata_core.tuning.versions import LibraryVersion
 
@@ -30,6 +32,8 @@ HIP_NAME = "gfx1151-hipblaslt-100401.txt"
 ROC_NAME = "gfx1030-rocblas-5.6.0.8d1ae90e.txt"
 V100401 = LibraryVersion("100401", "given")
 ROC_VERSION = LibraryVersion("5.6.0.8d1ae90e", "given")
+#: a target's record as the in-tree plugins give it
+ARCH = Architectures(PluginManager.discover({}).arch_records()).of
 
 
 def switches(table=None, tuning=None, rocblas=None, table_source="arch-default"):
@@ -57,7 +61,7 @@ def put(folder, name=HIP_NAME, text=None):
 
 def test_gfx1151_takes_a_matching_table_by_default(folders):
     put(folders[2])
-    decision = decide_hipblaslt("gfx1151", switches("on"), V100401, folders)
+    decision = decide_hipblaslt(ARCH("gfx1151"), switches("on"), V100401, folders)
     assert decision.used and decision.rows == 3
     assert decision.table == str(folders[2] / HIP_NAME)
     assert decision.log == (
@@ -69,11 +73,11 @@ def test_gfx1151_takes_a_matching_table_by_default(folders):
 def test_the_engines_folder_comes_first_then_strata_tuning_dir(folders):
     for folder in folders[1:]:
         put(folder)
-    assert decide_hipblaslt("gfx1151", switches("on"), V100401, folders).table == str(
+    assert decide_hipblaslt(ARCH("gfx1151"), switches("on"), V100401, folders).table == str(
         folders[1] / HIP_NAME
     )
     put(folders[0])
-    assert decide_hipblaslt("gfx1151", switches("on"), V100401, folders).table == str(
+    assert decide_hipblaslt(ARCH("gfx1151"), switches("on"), V100401, folders).table == str(
         folders[0] / HIP_NAME
     )
 
@@ -94,38 +98,42 @@ def test_other_cards_need_strata_hipblaslt_table_on(folders):
         "gfx1100-hipblaslt-100401.txt",
         (FIXTURES / HIP_NAME).read_text().replace("gfx1151", "gfx1100"),
     )
-    off = decide_hipblaslt("gfx1100", switches(), V100401, folders)
+    off = decide_hipblaslt(ARCH("gfx1100"), switches(), V100401, folders)
     assert not off.used
     assert off.log == (
         "hipBLASLt tuning table: none (off by default on gfx1100: a table changes "
         "rounding, so packaged engines take it by default only on gfx1151; "
         "STRATA_HIPBLASLT_TABLE=on takes it)",
     )
-    assert decide_hipblaslt("gfx1100", switches("on", table_source="user"), V100401, folders).used
+    assert decide_hipblaslt(
+        ARCH("gfx1100"), switches("on", table_source="user"), V100401, folders
+    ).used
 
 
 def test_off_means_never_also_on_strix_halo(folders):
     put(folders[0])
-    decision = decide_hipblaslt("gfx1151", switches("off", table_source="user"), V100401, folders)
+    decision = decide_hipblaslt(
+        ARCH("gfx1151"), switches("off", table_source="user"), V100401, folders
+    )
     assert not decision.used and decision.reason == "STRATA_HIPBLASLT_TABLE=off (user)"
 
 
 def test_version_and_arch_must_both_match(folders):
     put(folders[0])
     decision = decide_hipblaslt(
-        "gfx1151", switches("on"), LibraryVersion("100500", "probed"), folders
+        ARCH("gfx1151"), switches("on"), LibraryVersion("100500", "probed"), folders
     )
     assert not decision.used
     assert decision.reason == (
         f"no gfx1151-hipblaslt-100500.txt in {', '.join(map(str, folders))} (there: {HIP_NAME})"
     )
-    assert not decide_hipblaslt("gfx1150", switches("on"), V100401, folders).used
+    assert not decide_hipblaslt(ARCH("gfx1150"), switches("on"), V100401, folders).used
 
 
 def test_unknown_version(folders):
     put(folders[0])
     decision = decide_hipblaslt(
-        "gfx1151", switches("on"), LibraryVersion(None, "no hipBLASLt library found"), folders
+        ARCH("gfx1151"), switches("on"), LibraryVersion(None, "no hipBLASLt library found"), folders
     )
     assert decision.reason == (
         "hipBLASLt version unknown (no hipBLASLt library found); --hipblaslt gives it for planning"
@@ -135,7 +143,7 @@ def test_unknown_version(folders):
 def test_a_malformed_table_is_refused_whole_and_the_next_folder_is_tried(folders):
     put(folders[0], text=(FIXTURES / HIP_NAME).read_text() + "512 1 1 bf16\n")
     put(folders[1])
-    decision = decide_hipblaslt("gfx1151", switches("on"), V100401, folders)
+    decision = decide_hipblaslt(ARCH("gfx1151"), switches("on"), V100401, folders)
     assert decision.table == str(folders[1] / HIP_NAME)
     assert decision.warnings == (
         f"hipBLASLt table refused: {folders[0] / HIP_NAME}:6: expected "
@@ -145,7 +153,7 @@ def test_a_malformed_table_is_refused_whole_and_the_next_folder_is_tried(folders
 
 def test_a_table_whose_header_contradicts_its_name_is_refused(folders):
     put(folders[0], text=(FIXTURES / HIP_NAME).read_text().replace("100401", "100500"))
-    decision = decide_hipblaslt("gfx1151", switches("on"), V100401, folders)
+    decision = decide_hipblaslt(ARCH("gfx1151"), switches("on"), V100401, folders)
     assert not decision.used
     assert "its header names STRATA_HIPBLASLT_TUNING_V1 gfx1151 100500" in decision.warnings[0]
 
@@ -153,7 +161,10 @@ def test_a_table_whose_header_contradicts_its_name_is_refused(folders):
 def test_a_forced_file_is_always_kept_with_a_warning_on_mismatch(folders):
     forced = FIXTURES / HIP_NAME
     decision = decide_hipblaslt(
-        "gfx1100", switches("off", tuning=str(forced)), LibraryVersion("100200", "probed"), folders
+        ARCH("gfx1100"),
+        switches("off", tuning=str(forced)),
+        LibraryVersion("100200", "probed"),
+        folders,
     )
     assert decision.used and decision.table == str(forced)
     assert decision.warnings == (
@@ -168,7 +179,7 @@ def test_a_forced_file_is_always_kept_with_a_warning_on_mismatch(folders):
 
 def test_a_forced_file_that_is_malformed_or_missing_is_refused(folders, tmp_path):
     missing = tmp_path / "nope.txt"
-    decision = decide_hipblaslt("gfx1151", switches(tuning=str(missing)), V100401, folders)
+    decision = decide_hipblaslt(ARCH("gfx1151"), switches(tuning=str(missing)), V100401, folders)
     assert not decision.used
     assert decision.reason.startswith(
         f"STRATA_HIPBLASLT_TUNING={missing} is refused: {missing}:1: cannot read"
@@ -177,12 +188,12 @@ def test_a_forced_file_that_is_malformed_or_missing_is_refused(folders, tmp_path
 
 def test_rocblas_on_gfx103x(folders):
     put(folders[2], ROC_NAME)
-    decision = decide_rocblas("gfx1030", switches(), ROC_VERSION, folders)
+    decision = decide_rocblas(ARCH("gfx1030"), switches(), ROC_VERSION, folders)
     assert decision.used
     assert decision.log == ("rocBLAS tuning enabled (4 rows, gfx1030, version 5.6.0.8d1ae90e)",)
-    missing = decide_rocblas("gfx1031", switches(), ROC_VERSION, folders)
+    missing = decide_rocblas(ARCH("gfx1031"), switches(), ROC_VERSION, folders)
     assert missing.log[0].startswith("rocBLAS tuning disabled (no gfx1031-rocblas-5.6.0.8d1ae90e")
-    other = decide_rocblas("gfx1100", switches(), ROC_VERSION, folders)
+    other = decide_rocblas(ARCH("gfx1100"), switches(), ROC_VERSION, folders)
     assert (other.used, other.reason, other.log) == (
         False,
         "rocBLAS tables serve gfx103x; gfx1100 uses hipBLASLt",
@@ -196,21 +207,21 @@ def test_the_engine_is_told_the_rocblas_folder_and_the_hipblaslt_file(folders):
     through the variable is not passed again."""
     put(folders[2], ROC_NAME)
     put(folders[1])
-    rocblas = decide_rocblas("gfx1030", switches(), ROC_VERSION, folders)
+    rocblas = decide_rocblas(ARCH("gfx1030"), switches(), ROC_VERSION, folders)
     assert rocblas.engine_env == {"STRATA_ROCBLAS_TUNING": str(folders[2])}
-    hipblaslt = decide_hipblaslt("gfx1151", switches("on"), V100401, folders)
+    hipblaslt = decide_hipblaslt(ARCH("gfx1151"), switches("on"), V100401, folders)
     assert hipblaslt.engine_env == {"STRATA_HIPBLASLT_TUNING": str(folders[1] / HIP_NAME)}
-    named = decide_rocblas("gfx1030", switches(rocblas=str(folders[2])), ROC_VERSION, [])
+    named = decide_rocblas(ARCH("gfx1030"), switches(rocblas=str(folders[2])), ROC_VERSION, [])
     assert named.used and named.engine_env == {}
 
 
 def test_strata_rocblas_tuning_takes_a_file_or_a_folder(folders, tmp_path):
     put(folders[0], ROC_NAME)
     assert decide_rocblas(
-        "gfx1030", switches(rocblas=str(folders[0])), ROC_VERSION, []
+        ARCH("gfx1030"), switches(rocblas=str(folders[0])), ROC_VERSION, []
     ).table == str(folders[0] / ROC_NAME)
     forced = decide_rocblas(
-        "gfx1030",
+        ARCH("gfx1030"),
         switches(rocblas=str(FIXTURES / ROC_NAME)),
         LibraryVersion("5.7.1.abc12345", "probed"),
         [],
@@ -430,9 +441,7 @@ def test_an_unknown_version_names_only_options_that_exist(kind):
         (None, "print-on-load", None),
     ],
 )
-def test_one_bad_library_spoils_only_its_own_version(
-    stand_in, monkeypatch, hipblaslt, fault, said
-):
+def test_one_bad_library_spoils_only_its_own_version(stand_in, monkeypatch, hipblaslt, fault, said):
     env = {
         "STRATA_HIPBLASLT_LIBRARY": hipblaslt or stand_in,
         "STRATA_ROCBLAS_LIBRARY": stand_in,

@@ -292,7 +292,7 @@ def test_tune_where_the_prompt_gemms_run_no_library_is_one_line(tmp_path, env, s
     result = strata_core("tune", "--sysfs", str(root), env=carried, check=False)
     assert result.returncode == 2
     assert result.stderr.splitlines() == [
-        "strata-core: error: tune: the prompt GEMMs on RX 7900 XT / RX 7900 XTX run no vendor "
+        "strata-core: error: tune: the prompt GEMMs on Radeon RX 7900 XTX run no vendor "
         "library (STRATA_PF_GEMM=1: the prompt's FP16 projections on the 128 x 256 WMMA GEMM); "
         "nothing to calibrate on the card (--host calibrates the host backend)"
     ]

@@ -1,5 +1,5 @@
-"""A base for architecture plugins: claims from a target list and a wave size, switch
-declarations and default rules from tables."""
+"""A base for architecture plugins: the targets' facts from the package's ``arch.toml``, claims
+from a target list and a wave size, switch declarations and default rules from tables."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from ..archdb import compute_capability
+from .arch import ArchRecord, load_records
 from .hookspec import hookimpl
 from .kernels import hip_choices
 from .records import Claim, Device, KernelChoice, KernelLibrary, RunContext, Workload
@@ -25,7 +26,8 @@ class ArchPlugin:
     the switches only this plugin's build reads, ``rules`` its defaults. The kernel library is
     read from ``kernels/build.json`` beside the subclass's module, and the targets are the
     ones the build hook's ``targets`` option named there (set ``targets`` only for a plugin
-    without a kernel build).
+    without a kernel build). What each target is comes from ``arch.toml`` beside the module,
+    one table per target (:class:`~strata_core.api.arch.ArchRecord`'s fields).
 
     The API version is not inherited on purpose: each plugin states the version it was
     written against, and the manager checks it.
@@ -44,6 +46,16 @@ class ArchPlugin:
     @hookimpl
     def strata_arch_targets(self) -> tuple[str, ...]:
         return self.carried_targets
+
+    @functools.cached_property
+    def arch_records(self) -> tuple[ArchRecord, ...]:
+        """The records of ``arch.toml`` beside the module (none where there is no such file)."""
+        path = self.package_dir / "arch.toml"
+        return load_records(path) if path.is_file() else ()
+
+    @hookimpl
+    def strata_arch_records(self) -> tuple[ArchRecord, ...]:
+        return self.arch_records
 
     @hookimpl
     def strata_claim_device(self, device: Device) -> Claim:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pluggy
 
+from .arch import ArchRecord
 from .records import (
     Claim,
     Detection,
@@ -58,6 +59,26 @@ def strata_arch_targets() -> tuple[str, ...]:
 
     Used for listing and for the hint given when no plugin runs a device. Must be cheap:
     no native code, no numpy.
+    """
+    raise NotImplementedError  # a spec: plugins implement it
+
+
+@hookspec
+def strata_arch_records() -> tuple[ArchRecord, ...]:
+    """What each target this plugin carries code for is: one :class:`ArchRecord` a target.
+
+    Contract:
+    - facts of the target, not of one run: family and generation, wave size, matrix cores,
+      the int8 dot instruction, LDS, whether it exists only integrated, the page's status and
+      words where the page names it, and the marketing names of its cards by PCI device id;
+    - the core decides from these facts (kernel choices, the prompt-GEMM library, the picture
+      reader, where a switch applies, a card's name and kind), so that a new architecture
+      needs no change to the core; a target no plugin describes gets a plain fallback, said
+      as such;
+    - where two plugins describe one target, the first registered is used and the other is
+      named in one warning line;
+    - cheap: data shipped in the plugin's package (``ArchPlugin`` reads ``arch.toml`` beside
+      its module), no native code, no numpy.
     """
     raise NotImplementedError  # a spec: plugins implement it
 
@@ -132,8 +153,8 @@ def strata_select_kernels(
     Contract:
     - called only for the plugin that runs the device; ``switches`` holds every resolved
       switch value (None where unset), so a rule reads what the run will really have;
-    - decide from the device's facts (architecture database), the switches and the
-      workload's shapes: WMMA attention only with int8 KV and STRATA_HIP_WMMA on (``auto``
+    - decide from the device's facts (``device.arch``, its :class:`ArchRecord`), the switches
+      and the workload's shapes: WMMA attention only with int8 KV and STRATA_HIP_WMMA on (``auto``
       from STRATA_HIP_WMMA_MIN_Q queries), the top-k band by cell count, the fast or the
       old router;
     - one KernelChoice per operation; a reason that names the fact or switch that decided.

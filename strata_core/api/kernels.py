@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .. import archdb
 from ..digits import is_digits
+from .arch import ROCBLAS, MatrixCores
 from .records import Device, KernelChoice, RunContext, Workload
 
 #: AMD_HIP.md, "Deep contexts": "Past about 135K cells (and from about 90K cells on a prompt
@@ -84,10 +84,21 @@ def router_choice(switches: Mapping[str, str | None]) -> KernelChoice:
 def attention_choice(
     device: Device, context: RunContext, switches: Mapping[str, str | None], workload: Workload
 ) -> KernelChoice:
-    arch = archdb.lookup(device.gfx)
+    arch = device.arch
     wmma = switches.get("STRATA_HIP_WMMA")
-    if arch is None or not arch.matrix_cores:
+    if arch is None or arch.matrix_cores is None:
+        return KernelChoice(
+            "prompt_attention", "fp32", f"no installed plugin describes {device.gfx}'s matrix cores"
+        )
+    if arch.matrix_cores is MatrixCores.NONE:
         return KernelChoice("prompt_attention", "fp32", f"{device.gfx} has no matrix cores")
+    if arch.matrix_cores is not MatrixCores.WMMA:
+        return KernelChoice(
+            "prompt_attention",
+            "fp32",
+            f"{device.gfx}'s matrix cores are {arch.matrix_cores.value}; the engine's "
+            "matrix-core attention is written for WMMA",
+        )
     if arch.portable_kernels:
         return KernelChoice(
             "prompt_attention", "fp32", f"{device.gfx} builds with a warning; portable kernels"
@@ -120,9 +131,9 @@ def attention_choice(
 def prompt_gemm_choice(device: Device, switches: Mapping[str, str | None]) -> KernelChoice:
     """The library path of the engine's prompt GEMMs (AMD_HIP.md: "Speed switches", "RDNA2",
     "gfx906"); with_tables adds the tuning table the plan takes."""
-    arch = archdb.lookup(device.gfx)
+    arch = device.arch
     sgemm, f16 = switches.get("STRATA_RDNA2_SGEMM"), switches.get("STRATA_HIP_PROMPT_F16") == "1"
-    if arch is not None and arch.table_library == archdb.ROCBLAS:
+    if arch is not None and arch.table_library == ROCBLAS:
         if f16 and sgemm in ("1", "all"):
             return KernelChoice(
                 "prompt_gemm",
@@ -169,11 +180,11 @@ def prompt_gemm_choice(device: Device, switches: Mapping[str, str | None]) -> Ke
         return KernelChoice(
             "prompt_gemm", "hipblas", f"the prompt GEMMs run through hipBLAS: {device.gfx} {why}"
         )
-    if device.gfx == "gfx906":
+    if arch is not None and arch.described_by and arch.table_library is None:
         return KernelChoice(
             "prompt_gemm",
             "hipblas",
-            "gfx906: hipBLAS (rocBLAS with gfx906 kernels); hipBLASLt is not used",
+            f"{device.gfx}: hipBLAS (rocBLAS with {device.gfx} kernels); hipBLASLt is not used",
         )
     return KernelChoice("prompt_gemm", "hipblas", "the prompt GEMMs run through hipBLAS")
 
@@ -182,10 +193,17 @@ def hip_choices(
     device: Device, context: RunContext, switches: Mapping[str, str | None], workload: Workload
 ) -> tuple[KernelChoice, ...]:
     """What a HIP build of the engine runs on this device."""
-    arch = archdb.lookup(device.gfx)
-    dot = arch.int8_dot if arch else "v_dot4_i32_i8"
+    arch = device.arch
+    dot = arch.int8_dot if arch is not None else None
     return (
-        KernelChoice("matvec_q8_0", dot, f"{device.gfx}'s int8 dot instruction"),
+        KernelChoice("matvec_q8_0", dot, f"{device.gfx}'s int8 dot instruction")
+        if dot
+        else KernelChoice(
+            "matvec_q8_0",
+            "v_dot4_i32_i8",
+            f"no installed plugin describes {device.gfx}'s int8 dot instruction; the "
+            "portable one",
+        ),
         router_choice(switches),
         *topk_choices(switches, workload.context_cells),
         prompt_gemm_choice(device, switches),

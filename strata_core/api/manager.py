@@ -26,6 +26,7 @@ import pluggy
 from .. import __version__
 from ..errors import PluginError
 from . import hookspec, plugin_index
+from .arch import ArchRecord
 from .hook_types import conforms, hint_name, hook_specs
 from .records import (
     Claim,
@@ -45,8 +46,10 @@ if TYPE_CHECKING:
     from .plugin_index import IndexedEntryPoint
 
 ENTRY_POINT_GROUP = "strata.arch"
-API_VERSION = 1
-SUPPORTED_API_VERSIONS = (API_VERSION,)
+#: 2: plugins describe their targets (strata_arch_records); a version-1 plugin still loads, and
+#: its targets get the core's plain fallback facts
+API_VERSION = 2
+SUPPORTED_API_VERSIONS = (1, API_VERSION)
 
 BUILTIN_PLUGINS = {
     "core": "strata_core.plan.core_switches",
@@ -146,6 +149,8 @@ class PluginManager:
         self.pm.add_hookspecs(hookspec)
         self.records: dict[str, PluginRecord] = {}
         self.problems: list[str] = []
+        #: what each plugin says its targets are, asked once as it is registered
+        self._arch_records: dict[str, tuple[ArchRecord, ...]] = {}
 
     @classmethod
     def discover(cls, env: Mapping[str, str]) -> PluginManager:
@@ -283,6 +288,7 @@ class PluginManager:
         targets = self._call("strata_arch_targets", (name,))
         if targets and name in self.records:
             self.records[name] = attrs.evolve(self.records[name], targets=targets[0][1])
+        self._arch_records.update(self._call("strata_arch_records", (name,)))
 
     def _record(
         self,
@@ -362,6 +368,28 @@ class PluginManager:
         """Every detector's report (strata_detect_devices), the detectors called side by side
         so that the runtimes' probes, which wait on child processes, run at the same time."""
         return self._call("strata_detect_devices", None, side_by_side=True, context=context)
+
+    def arch_records(self) -> dict[str, ArchRecord]:
+        """Every target's record (strata_arch_records, asked as each plugin was registered),
+        each marked with the plugin that describes it; where two plugins describe one target,
+        the first registered wins and the other is named in a problem line."""
+        records: dict[str, ArchRecord] = {}
+        active = set(self.active())
+        for name, answer in self._arch_records.items():
+            if name not in active:
+                continue
+            for record in answer:
+                first = records.get(record.target)
+                if first is None:
+                    records[record.target] = attrs.evolve(record, described_by=name)
+                elif first != attrs.evolve(record, described_by=first.described_by):
+                    line = (
+                        f"plugins {first.described_by} and {name} both describe "
+                        f"{record.target}, differently; {first.described_by}'s facts are used"
+                    )
+                    if line not in self.problems:
+                        self.problems.append(line)
+        return records
 
     def claims(self, device: Device) -> list[tuple[str, Claim]]:
         """Every plugin's claim on ``device`` (strata_claim_device)."""

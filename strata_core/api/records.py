@@ -8,6 +8,7 @@ from pathlib import Path
 import attrs
 
 from ..answer_cache import Recorder
+from .arch import ArchRecord
 
 
 @attrs.frozen
@@ -20,6 +21,9 @@ class DetectionContext:
     #: the seconds each probe (HIP runtime, NVML) may take
     hip_timeout_s: float = 15.0
     cuda_probe: bool = False
+    #: libdrm's table of marketing names by PCI device id and revision (``amdgpu.ids``);
+    #: None: no such table is read
+    amdgpu_ids: Path | None = None
     #: reads the files a detector depends on, for the answer cache
     recorder: Recorder = attrs.field(factory=Recorder, eq=False, repr=False)
 
@@ -40,6 +44,9 @@ class DeviceReport:
     cuda_index: int | None = None
     name: str | None = None
     gfx: str | None = None
+    #: the PCI device id and revision (what names the card where ``name`` is not known)
+    device_id: int | None = None
+    revision: int | None = None
     wave_size: int | None = None
     vram_bytes: int | None = None
     gtt_bytes: int | None = None
@@ -85,6 +92,8 @@ class Device:
     hidden_by: str | None = None
     #: who made it: ``amd``, ``nvidia``, or ``cpu`` for the host
     vendor: str = "amd"
+    #: what the target is (its plugin's record, or the core's fallback); None for the host
+    arch: ArchRecord | None = attrs.field(default=None, repr=False)
 
     @property
     def visible(self) -> bool:

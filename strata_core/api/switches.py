@@ -25,9 +25,11 @@ _NUMBER = re.compile(r"^-?(\d+(\.\d*)?|\.\d+)$")
 class Switch:
     """One switch the engine reads. ``targets``/``os``/``backends`` empty means everywhere.
 
-    ``name`` is an environment variable (``STRATA_HIP_WMMA``) or an engine argument
-    (``--pcie-frac``); ``builtin`` says what the engine does while it is unset; ``backends``
-    the GPU backends whose engine reads it (``hip``, ``cuda``).
+    ``targets`` are the ISA generations (``gfx12``, a record's ``generation``) and targets
+    (``gfx1100``) where the page says the engine reads it; ``name`` is an environment variable
+    (``STRATA_HIP_WMMA``) or an engine argument (``--pcie-frac``); ``builtin`` says what the
+    engine does while it is unset; ``backends`` the GPU backends whose engine reads it
+    (``hip``, ``cuda``).
     """
 
     name: str
@@ -60,9 +62,10 @@ class Switch:
         )
 
     def applies_to(self, device: Device, os_name: str) -> bool:
-        return (not self.targets or matches(device.gfx, self.targets)) and (
-            not self.os or os_name in self.os
-        )
+        generation = device.arch.generation if device.arch else None
+        return (
+            not self.targets or device.gfx in self.targets or generation in self.targets
+        ) and (not self.os or os_name in self.os)
 
 
 def matches(gfx: str, patterns: Iterable[str]) -> bool:

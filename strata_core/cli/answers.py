@@ -103,7 +103,10 @@ def device_dict(
         "wave_size": d.wave_size,
         "pci": d.pci,
         "plugin": assignment.plugin,
-        "status": packages.status(d.physical_gfx, os_name, env),
+        "status": packages.status(
+            d.physical_gfx, os_name, env, d.arch.described_by if d.arch else ""
+        ),
+        "matrix_cores": d.arch.matrix_cores.value if d.arch and d.arch.matrix_cores else None,
         "usable": assignment.usable,
         "reason": f"hidden by {d.hidden_by}" if d.hidden_by else assignment.reason,
         "refusals": assignment.refusals if assignment.plugin is None else [],

@@ -93,8 +93,9 @@ def devices_text(
     verbose: bool = False,
     columns: int | None = None,
 ) -> list[str]:
-    """The cards under column headers (``*`` marks the chosen ones), each with its status and
-    who runs it on the line below; ``verbose`` adds why each plugin refuses a card none runs."""
+    """The cards under column headers (``*`` marks the chosen ones), each with its status, its
+    matrix cores (where a plugin describes the target) and who runs it on the line below;
+    ``verbose`` adds why each plugin refuses a card none runs."""
     if not rows:
         return ["no GPU found"]
     table = [("", "#", "card", "target", "family", "kind", "VRAM", "PCI")]
@@ -120,8 +121,12 @@ def devices_text(
             if row["gfx"] == row["physical_gfx"]
             else f"; physically {row['physical_gfx']} ({row['override']})"
         )
+        cores = row["matrix_cores"]
+        cores = "" if cores is None else f"{'no' if cores == 'none' else cores} matrix cores; "
         out += lines
-        out += people.wrapped(f"      {row['status']}; {row['reason']}{role}{physical}", columns)
+        out += people.wrapped(
+            f"      {row['status']}; {cores}{row['reason']}{role}{physical}", columns
+        )
         for refusal in row["refusals"] if verbose else []:
             out += people.wrapped(f"        {refusal}", columns)
     chosen = ", ".join(str(i) for i in selection.indices) or "none"

@@ -54,7 +54,10 @@ EXAMPLES = {
     ),
     "rdna3-pair": ExampleMachine(
         "an RX 7900 XTX and an RX 7800 XT",
-        (RX_7900_XTX, fake_gpu("gfx1101", vram_gib=16, pci_bus=0x87, device_id=0x747E)),
+        (
+            RX_7900_XTX,
+            fake_gpu("gfx1101", vram_gib=16, pci_bus=0x87, device_id=0x747E, revision=0xC8),
+        ),
     ),
     "780m": ExampleMachine("a mini PC's Radeon 780M alone", (RADEON_780M,)),
     "gfx906-pair": ExampleMachine(

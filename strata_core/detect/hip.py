@@ -19,7 +19,7 @@ def _owned(name: str) -> bool:
     return is_runtime_variable(name) or name in ("STRATA_HIP_LIBRARY", "ROCM_PATH")
 
 
-strata_api_version = 1
+strata_api_version = 2
 
 
 @hookimpl

@@ -2,37 +2,50 @@
 
 Format facts, as the kernel's node_show() (drivers/gpu/drm/amd/amdkfd/kfd_topology.c) prints
 them: one ``name value`` line per field, all decimal, in a fixed order; CPU nodes have
-``gfx_target_version 0``; ``location_id`` is the PCI bus<<8 | devfn.
+``gfx_target_version 0``; ``location_id`` is the PCI bus<<8 | devfn. Kernels before
+``gfx_target_version`` was printed (about 4.19 to 5.x) show a CPU node as ``simd_count 0`` and
+a GPU node with SIMDs but without the field; old ACPI-CRAT APUs (Raven) show one node with
+both CPU cores and SIMDs.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from .. import archdb, log
-from ..bounded import SYSFS_ATTRIBUTE
+from .. import log
 from ..answer_cache import Recorder
 from ..api.hookspec import hookimpl
 from ..api.records import Detection, DetectionContext, DeviceReport
+from ..bounded import SYSFS_ATTRIBUTE
 from ..digits import is_digits
+from .amdgpu_ids import MarketingNames, read_names
 from .hardware import AMD_VENDOR, function_of
 
-strata_api_version = 1
+strata_api_version = 2
 
 NODES_DIR = Path("class/kfd/kfd/topology/nodes")
 GIB = 1 << 30
 #: more memory than any GPU has: a counter past it is a malformed file
 MAX_MEMORY_BYTES = 1 << 50
+#: HSA_CAP_FLAGS_COHERENTHOSTACCESS of a node's ``capability``: the kernel sets it where the
+#: GPU and the CPU share memory coherently (kfd_topology.c: gmc.is_app_apu, the MI300A, or
+#: xgmi.connected_to_cpu)
+COHERENT_HOST_ACCESS = 0x10000000
 #: malformed lines of one file said one by one; the rest are counted
 MAX_LINE_PROBLEMS = 3
 
 
 @hookimpl
 def strata_detect_devices(context: DetectionContext) -> Detection:
-    return walk(context.sysfs, context.recorder)
+    return walk(context.sysfs, context.recorder, context.amdgpu_ids)
 
 
-def walk(sysfs: Path, recorder: Recorder | None = None) -> Detection:
+def walk(
+    sysfs: Path, recorder: Recorder | None = None, amdgpu_ids: Path | None = None
+) -> Detection:
+    """The GPU nodes of the KFD topology under ``sysfs``, each named by its DRM
+    ``product_name`` or else by the libdrm table at ``amdgpu_ids`` (read once, where a node
+    needs it)."""
     read = recorder or Recorder()
     nodes_dir = sysfs / NODES_DIR
     read.list_dir(sysfs / "class/drm")
@@ -45,8 +58,9 @@ def walk(sysfs: Path, recorder: Recorder | None = None) -> Detection:
     reports: list[DeviceReport] = []
     problems: list[str] = []
     nodes = [nodes_dir / name for name in read.list_dir(nodes_dir) if is_digits(name)]
+    names = _Names(amdgpu_ids, read)
     for node in sorted(nodes, key=lambda p: int(p.name)):
-        report = _read_node(sysfs, node, problems, read)
+        report = _read_node(sysfs, node, problems, read, names)
         if report is not None:
             reports.append(report)
     return Detection(reports=tuple(reports), problems=tuple(problems))
@@ -108,7 +122,24 @@ def pci_address(domain: int, location_id: int) -> str:
     )
 
 
-def _read_node(sysfs: Path, node: Path, problems: list[str], read: Recorder) -> DeviceReport | None:
+class _Names:
+    """The libdrm table of one walk, read at the first node that needs a name from it."""
+
+    def __init__(self, path: Path | None, read: Recorder) -> None:
+        self.path, self.read = path, read
+        self.names: MarketingNames | None = None
+
+    def name_of(self, device_id: int | None, revision: int | None) -> str | None:
+        if device_id is None or self.path is None:
+            return None
+        if self.names is None:
+            self.names = read_names(self.path, self.read)
+        return self.names.name_of(device_id, revision)
+
+
+def _read_node(
+    sysfs: Path, node: Path, problems: list[str], read: Recorder, names: _Names
+) -> DeviceReport | None:
     path = node / "properties"
     if "properties" not in read.list_dir(node):
         problems.append(f"{node}: no properties file; node skipped")
@@ -116,25 +147,27 @@ def _read_node(sysfs: Path, node: Path, problems: list[str], read: Recorder) -> 
     fields = parse_properties(path, problems, read)
     if fields is None:
         return None
-    if "gfx_target_version" not in fields:
-        problems.append(f"{path}: no gfx_target_version; node skipped")
-        return None
-    if fields["gfx_target_version"] == 0:
-        if fields.get("simd_count", 0) > 0:
+    simds = fields.get("simd_count", 0)
+    version = fields.get("gfx_target_version")
+    if version is None and simds == 0:
+        return None  # a CPU node of a kernel that does not print gfx_target_version
+    if version == 0:
+        if simds > 0:
             problems.append(
-                f"{path}: gfx_target_version 0 on a node with {fields['simd_count']} SIMDs; "
-                "node skipped"
+                f"{path}: gfx_target_version 0 on a node with {simds} SIMDs; node skipped"
             )
         return None  # a CPU node
     impossible = out_of_range(fields)
     if impossible:
         problems.append(f"{path}: {impossible}; node skipped")
         return None
-    try:
-        gfx = decode_gfx_target_version(fields["gfx_target_version"])
-    except ValueError as exc:
-        problems.append(f"{path}: {exc}; node skipped")
-        return None
+    gfx = None  # a GPU node of a kernel that does not print gfx_target_version
+    if version is not None:
+        try:
+            gfx = decode_gfx_target_version(version)
+        except ValueError as exc:
+            problems.append(f"{path}: {exc}; node skipped")
+            return None
     pci = None
     if "location_id" in fields:
         pci = pci_address(fields.get("domain", 0), fields["location_id"])
@@ -142,20 +175,35 @@ def _read_node(sysfs: Path, node: Path, problems: list[str], read: Recorder) -> 
     drm = _drm_device_dir(sysfs, fields.get("drm_render_minor"), pci, read)
     vram = _read_counter(drm, "mem_info_vram_total", problems, read)
     gtt = _read_counter(drm, "mem_info_gtt_total", problems, read)
-    integrated, evidence = _integrated_evidence(gfx, drm, vram, gtt, read)
+    integrated, evidence = _integrated_evidence(node, fields, drm, vram, gtt, read)
+    device_id = fields.get("device_id") or None
+    revision = pci_revision(_read_text(drm, "revision", read))
     return DeviceReport(
         source="kfd",
         pci=pci,
         unique_id=unique_id,
         node_id=int(node.name),
-        name=_read_text(drm, "product_name", read),
+        name=_read_text(drm, "product_name", read) or names.name_of(device_id, revision),
         gfx=gfx,
+        device_id=device_id,
+        revision=revision,
         wave_size=fields.get("wave_front_size") or None,
         vram_bytes=vram,
         gtt_bytes=gtt,
         integrated=integrated,
         integrated_evidence=evidence,
     )
+
+
+def pci_revision(text: str | None) -> int | None:
+    """The PCI revision of a DRM device's ``revision`` file (``0xc8``); None where the file
+    is missing or holds anything else."""
+    if text is None or not text.lower().startswith("0x"):
+        return None
+    digits = text[2:]
+    if not 1 <= len(digits) <= 2 or any(c not in "0123456789abcdefABCDEF" for c in digits):
+        return None
+    return int(digits, 16)
 
 
 def _drm_device_dir(
@@ -208,11 +256,24 @@ def _read_counter(
 
 
 def _integrated_evidence(
-    gfx: str, drm: Path | None, vram: int | None, gtt: int | None, read: Recorder
+    node: Path,
+    fields: dict[str, int],
+    drm: Path | None,
+    vram: int | None,
+    gtt: int | None,
+    read: Recorder,
 ) -> tuple[bool | None, str | None]:
-    arch = archdb.lookup(gfx)
-    if arch is not None and arch.integrated_only:
-        return True, f"{gfx} exists only as an integrated GPU"
+    cores = fields.get("cpu_cores_count", 0)
+    if cores > 0:  # one node for the CPU and the GPU: an APU, whatever the DRM files say
+        return True, (
+            f"KFD node {node.name} has {cores} CPU cores beside its "
+            f"{fields.get('simd_count', 0)} SIMDs (an APU)"
+        )
+    if fields.get("capability", 0) & COHERENT_HOST_ACCESS:
+        return True, (
+            f"KFD node {node.name}'s GPU shares coherent memory with the CPU (capability "
+            "COHERENTHOSTACCESS: an APU such as the MI300A, or a GPU on its CPU's xGMI)"
+        )
     for marker in ("board_info", "mem_info_vram_vendor"):
         if drm is not None and marker in read.list_dir(drm):
             return False, f"DRM {marker} present (amdgpu hides it on APUs)"

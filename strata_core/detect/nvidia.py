@@ -21,7 +21,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from typing import Any
 
-strata_api_version = 1
+strata_api_version = 2
 
 
 @hookimpl

@@ -12,7 +12,7 @@ from ..api.hookspec import hookimpl
 from ..api.records import Detection, DetectionContext, DeviceReport
 from .hardware import NVIDIA_VENDOR, display_functions
 
-strata_api_version = 1
+strata_api_version = 2
 
 
 @hookimpl

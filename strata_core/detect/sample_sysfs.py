@@ -64,7 +64,8 @@ _GPU_ONLY_FIELDS = (
 @attrs.frozen
 class FakeGPU:
     """One GPU as the kernel shows it. ``board_info`` marks a discrete board (amdgpu hides
-    it on APUs); ``pci`` is bus, device, function."""
+    it on APUs); ``pci`` is bus, device, function; ``revision`` the PCI revision, which with
+    the device id names the card (libdrm's amdgpu.ids)."""
 
     gfx_target_version: int
     device_id: int
@@ -77,6 +78,7 @@ class FakeGPU:
     board_info: bool = True
     domain: int = 0
     product_name: str | None = None
+    revision: int | None = None
 
     @property
     def location_id(self) -> int:
@@ -90,19 +92,53 @@ class FakeGPU:
 
 
 RX_7900_XTX = FakeGPU(
-    110000, 0x744C, (0x86, 0, 0), 24 * GIB, 31 * GIB, unique_id=11673270660693242239
+    110000,
+    0x744C,
+    (0x86, 0, 0),
+    24 * GIB,
+    31 * GIB,
+    unique_id=11673270660693242239,
+    revision=0xC8,
 )
 R9700 = FakeGPU(
-    120001, 0x7551, (0x03, 0, 0), 32 * GIB, 23 * GIB, simd_count=128, unique_id=0x1C2E4D6A8B9F0123
+    120001,
+    0x7551,
+    (0x03, 0, 0),
+    32 * GIB,
+    23 * GIB,
+    simd_count=128,
+    unique_id=0x1C2E4D6A8B9F0123,
+    revision=0xC0,
 )
 RX_9070_XT = FakeGPU(
-    120001, 0x7550, (0x0C, 0, 0), 16 * GIB, 23 * GIB, simd_count=128, unique_id=0x2D3F5E7B9CA01234
+    120001,
+    0x7550,
+    (0x0C, 0, 0),
+    16 * GIB,
+    23 * GIB,
+    simd_count=128,
+    unique_id=0x2D3F5E7B9CA01234,
+    revision=0xC0,
 )
 RADEON_780M = FakeGPU(
-    110003, 0x15BF, (0xC6, 0, 0), 512 * MIB, 16 * GIB, simd_count=24, board_info=False
+    110003,
+    0x15BF,
+    (0xC6, 0, 0),
+    512 * MIB,
+    16 * GIB,
+    simd_count=24,
+    board_info=False,
+    revision=0xC1,
 )
 STRIX_HALO = FakeGPU(
-    110501, 0x1586, (0xC5, 0, 0), 64 * GIB, 32 * GIB, simd_count=80, board_info=False
+    110501,
+    0x1586,
+    (0xC5, 0, 0),
+    64 * GIB,
+    32 * GIB,
+    simd_count=80,
+    board_info=False,
+    revision=0xC1,
 )
 MI50 = FakeGPU(
     90006,
@@ -114,6 +150,7 @@ MI50 = FakeGPU(
     simd_count=240,
     unique_id=0x4A1B2C3D4E5F6071,
     board_info=False,
+    revision=0x02,
 )
 
 
@@ -132,6 +169,7 @@ def fake_gpu(
     gtt_gib: float = 16,
     pci_bus: int = 0x03,
     device_id: int = 0x73FF,
+    revision: int | None = None,
     wave_size: int | None = None,
     integrated: bool = False,
     product_name: str | None = None,
@@ -148,6 +186,7 @@ def fake_gpu(
         wave_front_size=wave_size or (64 if version < 100000 else 32),
         board_info=not integrated,
         product_name=product_name,
+        revision=revision,
     )
 
 
@@ -229,6 +268,8 @@ def write_sysfs(root: Path, gpus: Sequence[FakeGPU], cpu_nodes: int = 1) -> Path
             (device / "mem_info_vram_vendor").write_text("samsung\n")
         if gpu.product_name:
             (device / "product_name").write_text(gpu.product_name + "\n")
+        if gpu.revision is not None:
+            (device / "revision").write_text(f"0x{gpu.revision:02x}\n")
         for link in (f"renderD{minor}", f"card{n}"):
             (drm / link).mkdir()
             (drm / link / "device").symlink_to(os.path.relpath(device, drm / link))

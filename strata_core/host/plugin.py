@@ -12,7 +12,7 @@ from ..api.switches import Switch
 from .platform import KERNEL_ISAS, cpu_name, kernel_isa
 from .topk_bands import host_topk_choices
 
-strata_api_version = 1
+strata_api_version = 2
 
 HOST_TARGET = "host"
 SWITCHES = (

@@ -9,6 +9,7 @@ import attrs
 from .. import archdb
 from ..api.manager import PluginManager, PluginStatus
 from ..api.records import Claim, Device
+from .devices import UNREPORTED
 
 
 @attrs.frozen
@@ -82,6 +83,11 @@ def _nobody(manager: PluginManager, device: Device) -> str:
     """The short reason: the plugin to install or the one that is not active, and for a
     target the wave32 builds cannot run, the page's why (each plugin's own refusal is in
     Assignment.refusals)."""
+    if device.gfx == UNREPORTED:
+        return (
+            "this kernel's KFD does not report the architecture, so no plugin can claim it; "
+            "a newer kernel (or HSA_OVERRIDE_GFX_VERSION) names it"
+        )
     why = f"no installed plugin runs {device.gfx} ({device.family})"
     reasons = []
     found = archdb.extra_for(device.gfx)
@@ -97,9 +103,9 @@ def _nobody(manager: PluginManager, device: Device) -> str:
             reasons.append(
                 f"{distribution} is not installed (from a checkout: {INSTALL.format(distribution)})"
             )
-    arch = archdb.lookup(device.gfx)
-    if arch is not None and arch.wave32_refusal:
-        reasons.append(f"{arch.wave32_refusal} (AMD_HIP.md, {arch.target})")
+    page = archdb.page_target(device.gfx)
+    if page is not None and page.wave32_refusal:
+        reasons.append(f"{page.wave32_refusal} (AMD_HIP.md, {page.target})")
     return why + (": " + "; ".join(reasons) if reasons else "")
 
 

@@ -10,11 +10,11 @@ from ..api.hookspec import hookimpl
 from ..api.records import Device, RunContext
 from ..api.switches import INTEGER, NUMBER, PATH, Default, Defaults, Switch
 
-strata_api_version = 1
+strata_api_version = 2
 
 GIB = 1 << 30
 OFF_ON = ("0", "1")
-GFX11_12 = ("gfx11*", "gfx12*")
+GFX11_12 = ("gfx11", "gfx12")
 PLE_RAM_MARGIN = 8 * GIB
 
 SPEED = "Speed switches"
@@ -23,7 +23,8 @@ RDNA2 = "RDNA2 (gfx1030)"
 IGPU = "Integrated GPUs (mini PCs)"
 TUNING = "Tuning tables"
 
-# name, values, meaning, changes bits, what the engine does unset, targets, os, section
+# name, values, meaning, changes bits, what the engine does unset, where (the generations or
+# targets the page names), os, section
 # fmt: off
 _ROWS = (
     ("STRATA_HIP_WMMA", ("0", "1", "auto"),
@@ -32,21 +33,21 @@ _ROWS = (
     ("STRATA_HIP_WMMA_MIN_Q", (INTEGER,), "smallest query batch that STRATA_HIP_WMMA=auto "
      "sends to the matrix cores", True, "64", GFX11_12, (), SPEED),
     ("STRATA_PF_FUSED", OFF_ON, "prompt experts on int8 matrix-core kernels instead of MMQ",
-     True, "off (MMQ)", ("gfx12*",), (), SPEED),
+     True, "off (MMQ)", ("gfx12",), (), SPEED),
     ("STRATA_PF_FUSED_NATIVE", OFF_ON, "=0 keeps MMQ with STRATA_PF_FUSED set", True, "on",
-     ("gfx12*",), (), SPEED),
+     ("gfx12",), (), SPEED),
     ("STRATA_SCORES_THREAD", OFF_ON, "exact long-prompt QSA scorer (bitwise equal to the warp "
-     "scorer)", False, "off", ("gfx12*", "gfx1100"), (), SPEED),
+     "scorer)", False, "off", ("gfx12", "gfx1100"), (), SPEED),
     ("STRATA_SELECT_WMMA", OFF_ON, "matrix-core block scorer for the QSA top-k; selects "
      "slightly differently", True, "off", GFX11_12, (), SPEED),
     ("STRATA_HC_Q8", OFF_ON, "8-bit hyper-connection weights; =0 restores the bf16 read",
-     True, "off (bf16 read)", ("gfx12*", "gfx1151"), (), SPEED),
+     True, "off (bf16 read)", ("gfx12", "gfx1151"), (), SPEED),
     ("STRATA_GDN_CHUNKED", ("0", "1", "2"), "prompt gated DeltaNet in 16-token chunks on the "
      "matrix cores (=2 is the same as 1)", True, "off",
      ("gfx1100", "gfx1101", "gfx1102", "gfx1150", "gfx1151"), (), SPEED),
     ("STRATA_PF_GEMM", OFF_ON, "prompt FP16 projections on the 128 x 256 WMMA GEMM", True,
-     "off", ("gfx11*",), (), SPEED),
-    ("STRATA_PF_PAD", OFF_ON, "padded prompt GEMM strides", False, "off", ("gfx11*",), (), SPEED),
+     "off", ("gfx11",), (), SPEED),
+    ("STRATA_PF_PAD", OFF_ON, "padded prompt GEMM strides", False, "off", ("gfx11",), (), SPEED),
     ("STRATA_HIP_ROUTER_OLD", OFF_ON, "the portable MoE router kernel instead of the fast one",
      True, "off (fast router)", (), (), SPEED),
     ("STRATA_PREFILL_WARM", OFF_ON, "warm-up BF16 and FP16 products while the expert arena "
@@ -86,7 +87,7 @@ _ROWS = (
     ("STRATA_SELECT_SIMT", OFF_ON, "QSA block scores on the FP32 tiled scorer", True, "off",
      (), (), RDNA2),
     ("STRATA_HC_PERSIST", OFF_ON, "the verifier's hyper-connection read as one persistent "
-     "kernel (not offered on gfx11 and gfx12)", True, "off", ("gfx10*",), (), RDNA2),
+     "kernel (not offered on gfx11 and gfx12)", True, "off", ("gfx10",), (), RDNA2),
     ("STRATA_FILE_CACHE_OLD_RULE", OFF_ON, "the old file-tier cache rule; =1 forces it on any "
      "Linux build, =0 the current one", False, "the current rule", (), ("linux",), RDNA2),
     ("STRATA_PA_FAST", OFF_ON, "prompt attention with single FP16 q and p", True, "off",
@@ -102,7 +103,7 @@ _ROWS = (
     ("STRATA_RESIDENT_HEADROOM_GIB", (NUMBER,), "GiB of MemAvailable left free when sizing "
      "the resident expert set", False, "4", (), (), "Long prompts on a big card"),
     ("STRATA_PCIE_FRAC_DEFAULT", ("old",), "=old restores the 0.55 --pcie-frac start on gfx12",
-     True, "0.15 on gfx12 native packs", ("gfx12*",), (), "RDNA4 (gfx1201)"),
+     True, "0.15 on gfx12 native packs", ("gfx12",), (), "RDNA4 (gfx1201)"),
     ("--pcie-frac", (NUMBER,), "share of the missing expert rows fetched over PCIe; the CPU "
      "pool computes the rest", True, "the engine's value for the card", (), (),
      "RDNA4 (gfx1201)"),
@@ -154,6 +155,7 @@ CONTROL_VARIABLES = frozenset(
         "STRATA_HIPBLASLT_LIBRARY",
         "STRATA_ROCBLAS_LIBRARY",
         "STRATA_HIP_CLANG",
+        "STRATA_AMDGPU_IDS",
     }
 )
 #: Who reads a variable of the page that no switch row declares.

@@ -21,6 +21,10 @@ from .claims import Assignment, assign
 from .devices import DeviceScan, scan
 from .selection import DeviceChoice, Selection, choose_backend
 
+#: libdrm's marketing names of AMD cards by PCI device id and revision, where Linux
+#: distributions put it (Debian: libdrm-common); STRATA_AMDGPU_IDS names another ("": none)
+AMDGPU_IDS = Path("/usr/share/libdrm/amdgpu.ids")
+
 
 @attrs.frozen
 class PlanRequest:
@@ -82,12 +86,14 @@ def detection_context(request: PlanRequest) -> DetectionContext:
     if hip is None:
         hip = root == Path("/sys") and env.get("STRATA_HIP_PROBE", "1") != "0"
     cuda = env.get("STRATA_CUDA_PROBE", "1" if root == Path("/sys") else "0") != "0"
+    names = env.get("STRATA_AMDGPU_IDS", str(AMDGPU_IDS))
     return DetectionContext(
         sysfs=root,
         env=dict(env),
         hip_probe=hip,
         hip_timeout_s=seconds_variable(env, "STRATA_HIP_PROBE_TIMEOUT", 15.0),
         cuda_probe=cuda,
+        amdgpu_ids=Path(names) if names else None,
         recorder=request.recorder,
     )
 

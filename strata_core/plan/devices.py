@@ -8,10 +8,15 @@ from typing import Any
 import attrs
 
 from .. import archdb
+from ..answer_cache import Recorder
+from ..api import arch
+from ..api.arch import Architectures, ArchRecord
 from ..api.manager import PluginManager
 from ..api.records import DetectionContext, Device, DeviceReport
 from ..detect.visibility import override_for, parse_override, visible_devices
 
+#: where no plugin's records are at hand: every target gets the fallback
+NO_RECORDS = Architectures()
 #: the target of an NVIDIA card that NVML did not describe
 UNKNOWN_NVIDIA = archdb.NVIDIA_PREFIX + "unknown"
 #: Facts where KFD (the kernel, and its DRM counters) is trusted over the HIP runtime:
@@ -27,8 +32,19 @@ class DeviceScan:
     notes: tuple[str, ...] = ()
 
 
+def architectures(manager: PluginManager, recorder: Recorder) -> Architectures:
+    """What the plugins say their targets are; the files they read it from are inputs of the
+    answer, as the plugins' code is."""
+    archs = Architectures(manager.arch_records())
+    for path in arch.READ_FILES:
+        recorder.stat(path)
+    return archs
+
+
 def scan(manager: PluginManager, context: DetectionContext) -> DeviceScan:
-    """Ask every detector plugin, then merge what they saw into devices."""
+    """Ask every detector plugin, then merge what they saw into devices, each with the record
+    of its target that a plugin gives."""
+    archs = architectures(manager, context.recorder)
     answers = manager.detections(context)
     for name, _ in answers:
         if not manager.records[name].builtin:
@@ -37,7 +53,7 @@ def scan(manager: PluginManager, context: DetectionContext) -> DeviceScan:
     problems = [p for _, d in answers for p in d.problems]
     notes = [n for _, d in answers for n in d.notes]
     complete = {vendor for _, d in answers for vendor in d.complete_for}
-    devices = build_devices(reports, context.env, problems, "nvidia" in complete)
+    devices = build_devices(reports, context.env, problems, "nvidia" in complete, archs, notes)
     return DeviceScan(tuple(devices), tuple(problems), tuple(notes))
 
 
@@ -98,16 +114,62 @@ def build_devices(
     env: Mapping[str, str],
     problems: list[str],
     cuda_listed: bool = False,
+    archs: Architectures = NO_RECORDS,
+    notes: list[str] | None = None,
 ) -> list[Device]:
     """Devices from the detectors' reports; ``cuda_listed``: the CUDA driver answered, so
-    its list is every visible NVIDIA card."""
+    its list is every visible NVIDIA card. An AMD GPU whose architecture no detector gave
+    (a kernel whose KFD predates gfx_target_version) is named from its PCI device id where a
+    plugin lists it, and said in ``notes``."""
     merged = merge_reports(reports)
     nvidia = [m for m in merged if m["vendor"] == "nvidia"]
-    amd = [m for m in merged if m["vendor"] != "nvidia" and m["gfx"]]
-    return _amd_devices(amd, env, problems) + _nvidia_devices(nvidia, cuda_listed)
+    amd = [m for m in merged if m["vendor"] != "nvidia"]
+    for facts in amd:
+        if not facts["gfx"]:
+            facts["gfx"], line = _unreported(facts, archs)
+            if notes is not None:
+                notes.append(line)
+    return _amd_devices(amd, env, problems, archs) + _nvidia_devices(nvidia, cuda_listed, archs)
 
 
-def _nvidia_devices(merged: list[dict[str, Any]], listed: bool) -> list[Device]:
+#: the target of an AMD GPU whose architecture the kernel's KFD does not report
+UNREPORTED = "unreported"
+
+
+def _unreported(facts: Mapping[str, Any], archs: Architectures) -> tuple[str, str]:
+    """The target of an AMD GPU whose architecture no detector reports (the one whose plugin
+    names its PCI device id, else UNREPORTED), and the line that says so."""
+    device_id = facts["device_id"]
+    found = archs.by_device_id(device_id) if device_id is not None else None
+    where = f"PCI {facts['pci']}" if facts["pci"] else "a GPU node"
+    card = f"{where}, device 0x{device_id:04x}" if device_id is not None else where
+    line = f"{facts['name'] or 'an AMD GPU'} ({card}): this kernel's KFD does not report the "
+    line += "architecture"
+    if found is None:
+        return UNREPORTED, f"{line}; a newer kernel (or HSA_OVERRIDE_GFX_VERSION) names it"
+    named = f"{found.described_by} names device 0x{device_id:04x} a {found.target}"
+    return found.target, f"{line}; {named}"
+
+
+def card_name(facts: Mapping[str, Any], arch: ArchRecord) -> str:
+    """A card's name: what a detector read (the runtime's name, DRM's product name, libdrm's
+    amdgpu.ids), else the name the target's plugin gives its PCI device id, else the
+    architecture's, said as such ("an RDNA3 card": every line that names a card gives its
+    target beside it), never a guess at one product."""
+    named = facts["name"] or arch.name_of(facts["device_id"], facts["revision"])
+    if named:
+        return str(named)
+    if not arch.described_by and not arch.cards:
+        return "an AMD GPU"
+    family = arch.family
+    spoken_vowel = family[:2].isupper() and family[0] in "AEFHILMNORSX"
+    article = "an" if spoken_vowel or family[0] in "AEIOU" else "a"
+    return f"{article} {family} card"
+
+
+def _nvidia_devices(
+    merged: list[dict[str, Any]], listed: bool, archs: Architectures
+) -> list[Device]:
     """NVIDIA cards by CUDA ordinal. Where NVML answered (``listed``), its reports carry the
     ordinals with CUDA_VISIBLE_DEVICES applied, and a card it did not report is hidden;
     without NVML the cards are known by PCI only, in PCI order, and what they are is
@@ -120,13 +182,14 @@ def _nvidia_devices(merged: list[dict[str, Any]], listed: bool) -> list[Device]:
         elif index is None:
             hidden_by = facts["hidden_by"] or "not listed by NVML"
         target = facts["gfx"] or UNKNOWN_NVIDIA
+        arch = archs.of(target)
         devices.append(
             Device(
                 index=index,
                 name=facts["name"] or f"NVIDIA GPU at {facts['pci'] or 'an unknown address'}",
                 gfx=target,
                 physical_gfx=target,
-                family=archdb.family_of(target),
+                family=arch.family,
                 wave_size=facts["wave_size"] or 32,
                 vram_bytes=facts["vram_bytes"],
                 integrated=bool(facts["integrated"]),
@@ -135,13 +198,17 @@ def _nvidia_devices(merged: list[dict[str, Any]], listed: bool) -> list[Device]:
                 seen_by=facts["seen_by"],
                 hidden_by=hidden_by,
                 vendor="nvidia",
+                arch=arch,
             )
         )
     return devices
 
 
 def _amd_devices(
-    merged: list[dict[str, Any]], env: Mapping[str, str], problems: list[str]
+    merged: list[dict[str, Any]],
+    env: Mapping[str, str],
+    problems: list[str],
+    archs: Architectures,
 ) -> list[Device]:
     hip_indexed = any(m["hip_index"] is not None for m in merged)
     visibility = visible_devices([m["unique_id"] for m in merged], env)
@@ -154,7 +221,7 @@ def _amd_devices(
         else:
             index = hip_number.get(position)
             hidden_by = visibility.hidden.get(position)
-        devices.append(_device(facts, index, hidden_by, env, problems))
+        devices.append(_device(facts, index, hidden_by, env, problems, archs))
     return devices
 
 
@@ -164,9 +231,9 @@ def _device(
     hidden_by: str | None,
     env: Mapping[str, str],
     problems: list[str],
+    archs: Architectures,
 ) -> Device:
     physical = facts["gfx"]
-    arch = archdb.lookup(physical)
     effective, override = physical, None
     found = override_for(facts["node_id"], env)
     if found is not None:
@@ -176,23 +243,25 @@ def _device(
             override = f"{key}={value}"
         except ValueError as exc:
             problems.append(f"{key}: {exc}; ignored")
-    if effective != physical and archdb.family_of(effective) != archdb.family_of(physical):
+    arch, physical_arch = archs.of(effective), archs.of(physical)
+    if effective != physical and arch.family != physical_arch.family:
         problems.append(
-            f"{override} makes a {physical} ({archdb.family_of(physical)}) load "
-            f"{effective} ({archdb.family_of(effective)}) code"
+            f"{override} makes a {physical} ({physical_arch.family}) load "
+            f"{effective} ({arch.family}) code"
         )
     integrated = facts["integrated"]
     evidence = facts["integrated_evidence"]
-    if integrated is None:
+    if physical_arch.integrated_only and not (integrated and "hip" in facts["seen_by"]):
+        integrated, evidence = True, f"{physical} exists only as an integrated GPU"
+    elif integrated is None:
         integrated, evidence = False, "no evidence of an integrated GPU"
-    name = facts["name"] or (" / ".join(arch.cards) if arch else f"AMD GPU {physical}")
     return Device(
         index=index,
-        name=name,
+        name=card_name(facts, physical_arch),
         gfx=effective,
         physical_gfx=physical,
-        family=archdb.family_of(effective),
-        wave_size=facts["wave_size"] or (arch.wave_size if arch else None),
+        family=arch.family,
+        wave_size=facts["wave_size"] or physical_arch.wave_size,
         vram_bytes=facts["vram_bytes"],
         integrated=integrated,
         integrated_evidence=evidence,
@@ -203,36 +272,39 @@ def _device(
         seen_by=facts["seen_by"],
         override=override,
         hidden_by=hidden_by,
+        arch=arch,
     )
 
 
 def device_for(
     gfx: str,
     *,
+    archs: Architectures = NO_RECORDS,
     wave_size: int | None = None,
     integrated: bool | None = None,
     evidence: str | None = None,
     seen_by: tuple[str, ...] = (),
     index: int = 0,
 ) -> Device:
-    """A card of ``gfx`` that is not in this PC, with the architecture database's facts where
-    it has the target (an unknown target is wave32 unless told; an integrated-only target is
-    integrated; an sm_* target is an NVIDIA card)."""
-    arch = archdb.lookup(gfx)
+    """A card of ``gfx`` that is not in this PC, with its record in ``archs`` (an undescribed
+    target is wave32 unless told; an integrated-only target is integrated; an sm_* target is
+    an NVIDIA card)."""
+    arch = archs.of(gfx)
     nvidia = archdb.compute_capability(gfx) is not None
     if integrated is None:
-        integrated = arch is not None and arch.integrated_only
+        integrated = arch.integrated_only
     return Device(
         index=index,
-        name=" / ".join(arch.cards) if arch else f"a {gfx} card",
+        name=" / ".join(arch.cards) or f"a {gfx} card",
         gfx=gfx,
         physical_gfx=gfx,
-        family=archdb.family_of(gfx),
-        wave_size=wave_size or (arch.wave_size if arch else 32),
+        family=arch.family,
+        wave_size=wave_size or arch.wave_size or 32,
         vram_bytes=None,
         integrated=integrated,
         integrated_evidence=evidence
         or ("an integrated-only target" if integrated else "planned as a discrete card"),
         seen_by=seen_by,
         vendor="nvidia" if nvidia else "amd",
+        arch=arch,
     )

@@ -53,22 +53,25 @@ def opted_in(gfx: str, os_name: str, env: Mapping[str, str]) -> bool:
     return variable is not None and env.get(variable) == "1"
 
 
-def status(gfx: str, os_name: str, env: Mapping[str, str]) -> str:
+def status(gfx: str, os_name: str, env: Mapping[str, str], described_by: str = "") -> str:
     """The "Supported cards" status of a target, with the opt-in where the user gave it; an
-    NVIDIA card's compute capability (the page's cards are AMD's)."""
+    NVIDIA card's compute capability (the page's cards are AMD's); for a target the page does
+    not name, the plugin that describes it (``described_by``), if one does."""
     if gfx.startswith(archdb.NVIDIA_PREFIX):
         capability = archdb.compute_capability(gfx)
         if capability is None:
             return "NVIDIA, compute capability unknown (the NVIDIA driver did not describe it)"
         return f"NVIDIA, compute capability {capability // 10}.{capability % 10}"
-    arch = archdb.lookup(gfx)
-    if arch is None:
-        return "not in the architecture database"
+    page = archdb.page_target(gfx)
+    if page is None:
+        if described_by:
+            return f"not on the page; described by {described_by}"
+        return "neither on the page nor described by an installed plugin"
     if (gfx, os_name) in NOT_SUPPORTED_ON:
         return f"not supported on {os_name.capitalize()}"
     if opted_in(gfx, os_name, env):
-        return f"{arch.status.value}, opted in ({OPT_IN_BUILDS[gfx]}=1)"
-    return arch.status.value
+        return f"{page.status.value}, opted in ({OPT_IN_BUILDS[gfx]}=1)"
+    return page.status.value
 
 
 def package_for(gfx: str, os_name: str) -> Package | None:
@@ -90,8 +93,8 @@ def split_refusal(package: Package, cards: Sequence[Device], os_name: str) -> st
 
 def refusal(device: Device, os_name: str) -> str:
     """The one line for a card no package's GPU code covers."""
-    arch = archdb.lookup(device.gfx)
-    how = f" ({arch.status.value}: {arch.note})" if arch and arch.note else ""
+    page = archdb.page_target(device.gfx)
+    how = f" ({page.status.value}: {page.note})" if page and page.note else ""
     variable = opt_in_variable(device.gfx, os_name)
     if variable:
         how += f"; setup installs for {device.gfx} only with {variable}=1"
@@ -103,8 +106,8 @@ def refusal(device: Device, os_name: str) -> str:
 
 def source_build(device: Device, os_name: str) -> str:
     """The start line for a card whose opt-in build the user asked for."""
-    arch = archdb.lookup(device.gfx)
-    note = f": {arch.note}" if arch and arch.note else ""
+    page = archdb.page_target(device.gfx)
+    note = f": {page.note}" if page and page.note else ""
     return (
         f"{OPT_IN_BUILDS[device.gfx]}=1: setup builds the engine for {device.name} "
         f"({device.gfx}) from source (opt-in build{note})"

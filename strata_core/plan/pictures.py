@@ -11,7 +11,6 @@ from ..api.records import Device
 GPU_READER_FROM_BYTES = 24 * 10**9
 #: VRAM is said in GiB everywhere, as `devices` says it
 GIB = 1 << 30
-RDNA3 = ("gfx1100", "gfx1101", "gfx1102")
 
 
 @attrs.frozen
@@ -27,9 +26,11 @@ class PictureReader:
 def picture_reader(device: Device, os_name: str, requested: str | None) -> PictureReader:
     """The reader for a run whose main card is ``device``; ``requested`` is the user's
     --vision, never overridden."""
-    if device.gfx == "gfx906":
+    pictures = device.arch.pictures if device.arch else ""
+    if pictures == "not done":
         return PictureReader(
-            requested, "pictures (--vision) were not done on gfx906 (AMD_HIP.md, gfx906)"
+            requested,
+            f"pictures (--vision) were not done on {device.gfx} (AMD_HIP.md, {device.gfx})",
         )
     if requested is not None:
         reader, reason = requested, f"--vision {requested}"
@@ -46,7 +47,7 @@ def picture_reader(device: Device, os_name: str, requested: str | None) -> Pictu
     if reader == "cpu":
         return PictureReader(reader, reason)
     notes = ["the card's reader (strata-vision-hip) keeps about 1.4 GiB of VRAM on the R9700"]
-    if device.gfx in RDNA3 or os_name == "windows":
+    if pictures == "not run" or os_name == "windows":
         notes.append(
             "the GPU reader has not run on an RDNA3 card (gfx1100-gfx1102) or on Windows with "
             "an AMD card"

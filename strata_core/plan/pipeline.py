@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from .. import archdb
+from ..api.arch import ROCBLAS, Architectures
 from ..api.manager import PluginManager
 from ..api.records import Device, RunContext, Workload
 from ..errors import StrataError
@@ -30,7 +31,7 @@ from .detection import (
     device_choice,
     seconds_variable,
 )
-from .devices import device_for
+from .devices import architectures, device_for
 from .plan import (
     HOST,
     EngineCards,
@@ -146,7 +147,8 @@ class Cards:
 def named_card(gfx: str, request: PlanRequest, chosen: str | None) -> Cards:
     """The card ``--device`` names (``gfx``), alone: a card that is not in this PC."""
     manager = PluginManager.discover(request.env)
-    device = named_device(gfx, request.integrated, manager)
+    archs = architectures(manager, request.recorder)
+    device = named_device(gfx, request.integrated, archs, manager)
     assignments, problems = assign(manager, [device], chosen)
     main = assignments[0]
     selection = Selection((0,), {}, "--device")
@@ -284,14 +286,14 @@ def library_versions(request: PlanRequest, plan: Plan) -> dict[str, Any]:
         "cublaslt": None,
     }
     values = {n: r.value for n, r in plan.switches.items()}
-    arch = archdb.lookup(plan.device.gfx)
+    arch = plan.device.arch
     hip, cuda = plan.backend == "hip", plan.backend == "cuda"
     needed = {
         "hipblaslt": hip
         and (values["STRATA_HIPBLASLT_TABLE"] == "on" or values["STRATA_HIPBLASLT_TUNING"]),
         "rocblas": hip
         and (
-            (arch is not None and arch.table_library == archdb.ROCBLAS)
+            (arch is not None and arch.table_library == ROCBLAS)
             or values["STRATA_ROCBLAS_TUNING"] is not None
         ),
         "cublaslt": cuda
@@ -313,22 +315,26 @@ def library_versions(request: PlanRequest, plan: Plan) -> dict[str, Any]:
     return {k: versions.LibraryVersion(v, "given") if v else probed[k] for k, v in given.items()}
 
 
-def named_device(gfx: str, integrated: bool, manager: PluginManager) -> Device:
-    """The card ``--device`` names: a target of the architecture database, an NVIDIA compute
-    capability, or a target that an installed plugin claims."""
+def named_device(
+    gfx: str, integrated: bool, archs: Architectures, manager: PluginManager
+) -> Device:
+    """The card ``--device`` names: a target an installed plugin describes (``archs``) or the
+    page names, an NVIDIA compute capability, or a target that an installed plugin claims."""
     if archdb.compute_capability(gfx) is not None:
-        return device_for(gfx, seen_by=("--device",))
-    arch = archdb.lookup(gfx)
-    if arch is None:
-        device = device_for(gfx, integrated=integrated, seen_by=("--device",))
+        return device_for(gfx, archs=archs, seen_by=("--device",))
+    arch = archs.of(gfx)
+    if not arch.described_by and archdb.page_target(gfx) is None:
+        device = device_for(gfx, archs=archs, integrated=integrated, seen_by=("--device",))
         if any(claim.score > 0 for _, claim in manager.claims(device)):
             return device
+        known = dict.fromkeys([*archdb.PAGE, *archs.records])
         raise StrataError(
-            f"--device {gfx}: not a target strata knows ({', '.join(archdb.ARCHS)}) nor one "
+            f"--device {gfx}: not a target strata knows ({', '.join(known)}) nor one "
             "an installed plugin claims"
         )
     return device_for(
         arch.target,
+        archs=archs,
         integrated=integrated or arch.integrated_only,
         evidence="--integrated" if integrated else None,
         seen_by=("--device",),

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .. import archdb
 from ..answer_cache import Recorder
+from ..api.arch import fallback
 from ..api.manager import PluginManager
 from ..api.records import Device, KernelChoice, KernelLibrary, RunContext, Workload
 from ..api.switches import Default, Resolved, Switch
@@ -307,7 +307,7 @@ def _undeclared(
 
 
 def support_notes(device: Device) -> list[str]:
-    arch = archdb.lookup(device.gfx)
+    arch = device.arch
     if arch is None:
         return []
     if arch.status is SupportStatus.NAMED_NOT_SUPPORTED:
@@ -331,14 +331,15 @@ def with_tuning(
 
     folders = [*dirs, *manager.tuning_dirs(plan.plugin, plan.device)]
     gfx, switches = plan.device.gfx, plan.switches
+    arch = plan.device.arch or fallback(gfx)
     if plan.backend == "cuda":
         decisions = {
             "cublaslt": decide_cublaslt(gfx, switches, versions["cublaslt"], folders, recorder)
         }
     else:
         decisions = {
-            "hipblaslt": decide_hipblaslt(gfx, switches, versions["hipblaslt"], folders, recorder),
-            "rocblas": decide_rocblas(gfx, switches, versions["rocblas"], folders, recorder),
+            "hipblaslt": decide_hipblaslt(arch, switches, versions["hipblaslt"], folders, recorder),
+            "rocblas": decide_rocblas(arch, switches, versions["rocblas"], folders, recorder),
         }
     return attrs.evolve(
         plan,

@@ -148,7 +148,15 @@ def _automatic(
     notes = passed_over + _integrated_skipped(usable, discrete, numbering)
     kind = "discrete card" if discrete else "integrated GPU (no discrete card can run)"
     among = f" of the {len(pool)} a plugin runs" if len(pool) > 1 else " a plugin runs"
-    reason = f"the {kind} with the most VRAM{among}" if len(pool) > 1 else f"the only {kind}{among}"
+    unknown = [str(i) for i in pool if usable[i].device.vram_bytes is None]
+    if len(pool) == 1:
+        reason = f"the only {kind}{among}"
+    elif len(unknown) == len(pool):
+        reason = f"the first {kind}{among}: none's VRAM is known, so the lowest {numbering} number"
+    else:
+        reason = f"the {kind} with the most VRAM{among}"
+        if unknown:
+            reason += f" ({numbering} {', '.join(unknown)}: VRAM unknown)"
     return _finish((best,), {}, reason, visible, notes)
 
 

@@ -46,7 +46,7 @@ def calibrated_path(plan: Plan) -> str:
             f"tune: the prompt GEMMs on {plan.device.name} run no vendor library ({why}); "
             "nothing to calibrate on the card (--host calibrates the host backend)"
         )
-    calibrated = table_path(gemm.variant, plan.device.gfx)
+    calibrated = table_path(gemm.variant, plan.device.arch)
     if calibrated is None:
         raise StrataError(
             f"tune: {plan.device.name} ({plan.device.gfx}) takes no tuning table for its prompt "

@@ -5,9 +5,8 @@ helpers are imported from here: fake cards and sysfs trees, a manager holding on
 given, a device for any target, the plan a plugin makes, and the conformance check.
 """
 
-from ..plan.devices import device_for
 from .conformance import check_plugin
-from .plugins import manager_for, plan_for
+from .plugins import device_for, manager_for, plan_for
 from .sysfs import FakeGPU, fake_gpu, gfx_target_version, write_nvidia_gpu, write_sysfs
 
 __all__ = [

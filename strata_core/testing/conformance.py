@@ -1,6 +1,7 @@
 """check_plugin: an architecture plugin held against every hook contract of hookspec.py, the
-architecture database and the kernel ABI. `strata-core plugins --check` runs it on the
-installed plugins; plugin authors run it in their tests (strata_core.testing)."""
+page's catalogue of targets, its own architecture records and the kernel ABI. `strata-core
+plugins --check` runs it on the installed plugins; plugin authors run it in their tests
+(strata_core.testing)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import itertools
 from collections.abc import Callable, Iterator
 
 from .. import archdb
+from ..api.arch import Architectures
 from ..api.manager import PluginManager, PluginStatus
 from ..api.records import Claim, Device, RunContext, Workload
 from ..api.switches import Switch
@@ -34,6 +36,12 @@ def check_plugin(plugin: object, name: str = "plugin") -> list[str]:
 class _Checker:
     def __init__(self, manager: PluginManager, name: str) -> None:
         self.manager, self.name = manager, name
+        self.archs = Architectures(manager.arch_records())
+        #: every target the page names or the plugin describes
+        self.known = list(dict.fromkeys([*archdb.PAGE, *self.archs.records]))
+
+    def _device(self, target: str, wave_size: int | None = None) -> Device:
+        return device_for(target, archs=self.archs, wave_size=wave_size)
 
     def _claim(self, device: Device) -> Claim | None:
         return dict(self.manager.claims(device)).get(self.name)
@@ -50,6 +58,7 @@ class _Checker:
         if not targets:
             yield "strata_arch_targets names no target"
         checks: tuple[Callable[[tuple[str, ...]], Iterator[str]], ...] = (
+            self._records,
             self._switches,
             self._claims,
             self._defaults_and_kernels,
@@ -63,9 +72,23 @@ class _Checker:
                 return
 
     def _covered(self, targets: tuple[str, ...]) -> list[Device]:
-        known = [t for t in archdb.ARCHS if any(fnmatch.fnmatchcase(t, p) for p in targets)]
-        unknown = [t for t in targets if t not in archdb.ARCHS and not _is_pattern(t)]
-        return [device_for(t) for t in known + unknown]
+        known = [t for t in self.known if any(fnmatch.fnmatchcase(t, p) for p in targets)]
+        unknown = [t for t in targets if t not in self.known and not _is_pattern(t)]
+        return [self._device(t) for t in known + unknown]
+
+    def _records(self, targets: tuple[str, ...]) -> Iterator[str]:
+        """A plugin of API 2 describes every AMD target it carries code for (an NVIDIA card
+        is its compute capability)."""
+        if self.manager.records[self.name].api_version == 1:
+            return
+        for device in self._covered(targets):
+            if device.vendor == "nvidia":
+                continue
+            if device.arch is None or device.arch.described_by != self.name:
+                yield (
+                    f"carries code for {device.gfx} but does not describe it "
+                    "(strata_arch_records: an arch.toml table for it)"
+                )
 
     def _switches(self, targets: tuple[str, ...]) -> Iterator[str]:
         _, warnings = declarations(self.manager, (CORE, self.name))
@@ -82,8 +105,8 @@ class _Checker:
 
     def _claims(self, targets: tuple[str, ...]) -> Iterator[str]:
         covered = {d.gfx for d in self._covered(targets)}
-        for target in [*archdb.ARCHS, *(t for t in covered if t not in archdb.ARCHS)]:
-            device = device_for(target)
+        for target in [*self.known, *(t for t in covered if t not in self.known)]:
+            device = self._device(target)
             claim = self._claim(device)
             claimed = claim is not None and claim.score > 0
             if target in covered and not claimed:
@@ -92,7 +115,7 @@ class _Checker:
             elif target not in covered and claimed:
                 yield f"claims {target}, which is not among its targets {', '.join(targets)}"
             if target in covered and claimed and device.wave_size is not None:
-                other = device_for(target, wave_size=96 - device.wave_size)
+                other = self._device(target, wave_size=96 - device.wave_size)
                 if (c := self._claim(other)) and c.score > 0:
                     yield (
                         f"claims {target} as a wave{other.wave_size} card; a "
@@ -143,9 +166,9 @@ class _Checker:
             except StrataError as exc:
                 yield str(exc)
                 continue
-            arch = archdb.lookup(target)
+            arch = self.archs.of(target)
             yield from launch_problems(code, target)
-            if arch and code.wavefront_sizes != {arch.wave_size}:
+            if arch.wave_size and code.wavefront_sizes != {arch.wave_size}:
                 yield f"{path.name} is wave{code.wavefront_sizes}; {target} is wave{arch.wave_size}"
 
     def _tables(self, targets: tuple[str, ...]) -> Iterator[str]:

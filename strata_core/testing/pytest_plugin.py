@@ -17,7 +17,8 @@ from .sysfs import FakeGPU, fake_gpu, write_sysfs
 def clean_environment(cache_dir: Path) -> dict[str, str]:
     """The process environment without ROCm's variables, OpenMP's, any STRATA_* one or the
     terminal's width ($COLUMNS, $LINES: a test that wraps says its width), with strata's
-    answer cache in ``cache_dir``."""
+    answer cache in ``cache_dir`` and no marketing names read from this machine's libdrm
+    (a card is named as its plugin names it, whatever the machine has installed)."""
     from ..detect.visibility import is_runtime_variable
 
     clean = {
@@ -27,7 +28,7 @@ def clean_environment(cache_dir: Path) -> dict[str, str]:
         and not k.startswith(("STRATA_", "OMP_"))
         and k not in ("COLUMNS", "LINES")
     }
-    return clean | {"STRATA_CACHE_DIR": str(cache_dir)}
+    return clean | {"STRATA_CACHE_DIR": str(cache_dir), "STRATA_AMDGPU_IDS": ""}
 
 
 @pytest.fixture

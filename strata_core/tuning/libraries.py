@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from .. import archdb
+from ..api import arch
 from ..library_search import candidates
 from .kinds import CUBLASLT, HIPBLASLT, ROCBLAS, Kind
 
@@ -79,17 +79,17 @@ PATHS = {
 }
 
 
-def calibrated_path(path: str, gfx: str) -> str | None:
-    """The path whose library a card's tuning table serves, for a plan's path on ``gfx``:
-    hipBLASLt where the card takes a hipBLASLt table (plain hipBLAS becomes hipBLASLt with
-    one), rocBLAS's FP16 route on gfx103x, cuBLASLt; None where the card takes no table."""
-    arch = archdb.lookup(gfx)
-    library = arch.table_library if arch else None
+def calibrated_path(path: str, record: arch.ArchRecord | None) -> str | None:
+    """The path whose library a card's tuning table serves, for a plan's path on a card of
+    ``record``: hipBLASLt where the card takes a hipBLASLt table (plain hipBLAS becomes hipBLASLt
+    with one), rocBLAS's FP16 route where it takes a rocBLAS table (gfx103x), cuBLASLt; None
+    where the card takes no table."""
+    library = record.table_library if record else None
     if path == "cublaslt":
         return path
-    if path in ("hipblas", "hipblaslt") and library == archdb.HIPBLASLT:
+    if path in ("hipblas", "hipblaslt") and library == arch.HIPBLASLT:
         return "hipblaslt"
-    if path.startswith("rocblas") and library == archdb.ROCBLAS:
+    if path.startswith("rocblas") and library == arch.ROCBLAS:
         return "rocblas-f16"
     return None
 

@@ -22,8 +22,10 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from .. import archdb
 from ..answer_cache import Recorder
+from ..api.arch import HIPBLASLT as HIPBLASLT_LIBRARY
+from ..api.arch import ROCBLAS as ROCBLAS_LIBRARY
+from ..api.arch import ArchRecord
 from ..api.switches import Resolved
 from .kinds import CUBLASLT, HIPBLASLT, HOST, ROCBLAS, Kind
 from .versions import LibraryVersion
@@ -180,13 +182,13 @@ def find_table(
     )
 
 
-def _no_hipblaslt(gfx: str) -> str | None:
+def _no_hipblaslt(arch: ArchRecord) -> str | None:
     """Why the engine runs no hipBLASLt on this target (AMD_HIP.md, "gfx906" and "RDNA2"), or
-    None where it may."""
-    arch = archdb.lookup(gfx)
-    if arch is None or arch.table_library == archdb.HIPBLASLT:
+    None where it may (a target no plugin describes included)."""
+    gfx = arch.target
+    if not arch.described_by or arch.table_library == HIPBLASLT_LIBRARY:
         return None
-    if arch.table_library == archdb.ROCBLAS:
+    if arch.table_library == ROCBLAS_LIBRARY:
         return (
             f"{gfx}: hipBLASLt ships no gfx1030 kernels, so there is no hipBLASLt table and "
             "the plain hipBLAS path runs"
@@ -195,15 +197,15 @@ def _no_hipblaslt(gfx: str) -> str | None:
 
 
 def decide_hipblaslt(
-    gfx: str,
+    arch: ArchRecord,
     switches: Mapping[str, Resolved],
     version: LibraryVersion,
     dirs: Sequence[Path],
     recorder: Recorder | None = None,
 ) -> TuningDecision:
-    recorder = recorder or Recorder()
+    recorder, gfx = recorder or Recorder(), arch.target
     forced = switches["STRATA_HIPBLASLT_TUNING"].value
-    no_hipblaslt = _no_hipblaslt(gfx)
+    no_hipblaslt = _no_hipblaslt(arch)
     if no_hipblaslt:
         warnings = (
             (f"STRATA_HIPBLASLT_TUNING={forced} is not used: {no_hipblaslt}",) if forced else ()
@@ -244,22 +246,21 @@ def _by_switches(
 
 
 def decide_rocblas(
-    gfx: str,
+    arch: ArchRecord,
     switches: Mapping[str, Resolved],
     version: LibraryVersion,
     dirs: Sequence[Path],
     recorder: Recorder | None = None,
 ) -> TuningDecision:
-    recorder = recorder or Recorder()
+    recorder, gfx = recorder or Recorder(), arch.target
     forced = switches["STRATA_ROCBLAS_TUNING"].value
     if forced:
         if recorder.is_dir(forced):
             found = find_table(ROCBLAS, gfx, version, [Path(forced)], recorder)
             return attrs.evolve(found, engine_env={})  # the user's own variable
         return _forced(ROCBLAS, "STRATA_ROCBLAS_TUNING", Path(forced), gfx, version, recorder)
-    arch = archdb.lookup(gfx)
-    library = arch.table_library if arch else None
-    if library != archdb.ROCBLAS:
+    library = arch.table_library
+    if library != ROCBLAS_LIBRARY:
         return TuningDecision(
             None, False, f"rocBLAS tables serve gfx103x; {gfx} uses {library or 'no table'}"
         )

@@ -14,7 +14,7 @@ UNVALIDATED = (
 
 
 class RX6600(ArchPlugin):
-    strata_api_version = 1
+    strata_api_version = 2
     wave_size = 32
     rules = (
         Rule(

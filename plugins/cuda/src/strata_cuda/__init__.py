@@ -42,7 +42,7 @@ class Cuda(ArchPlugin):
     the driver's compilation of the newest PTX at or below it. The targets are the build's
     (pyproject.toml)."""
 
-    strata_api_version = 1
+    strata_api_version = 2
     wave_size = 32
     switches = SWITCHES
 

@@ -28,7 +28,7 @@ class GFX906(ArchPlugin):
     """Wave size: AMD_HIP.md "gfx906 (Instinct MI50 / MI60, Radeon VII): wave64"; the targets are
     the build's (pyproject.toml)."""
 
-    strata_api_version = 1
+    strata_api_version = 2
     wave_size = 64
     switches = tuple(Switch(*row, targets=("gfx906",), section=SECTION) for row in _SWITCHES)
     rules = (

@@ -12,7 +12,7 @@ class RDNA2(ArchPlugin):
     """Wave size: AMD_HIP.md "Supported cards" and "RDNA2 (gfx1030)"; the targets are
     the build's (pyproject.toml)."""
 
-    strata_api_version = 1
+    strata_api_version = 2
     wave_size = 32
     rules = (
         Rule(

@@ -7,7 +7,7 @@ class RDNA3(ArchPlugin):
     """Wave size: AMD_HIP.md "Supported cards" and "Community-validated cards"; the targets are
     the build's (pyproject.toml)."""
 
-    strata_api_version = 1
+    strata_api_version = 2
     wave_size = 32
 
 

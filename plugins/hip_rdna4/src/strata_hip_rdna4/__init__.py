@@ -11,7 +11,7 @@ class RDNA4(ArchPlugin):
     """Wave size: AMD_HIP.md "Supported cards" and "RDNA4 (gfx1201)"; the targets are
     the build's (pyproject.toml)."""
 
-    strata_api_version = 1
+    strata_api_version = 2
     wave_size = 32
     # fmt: off
     rules = (

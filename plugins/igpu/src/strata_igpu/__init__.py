@@ -19,7 +19,7 @@ class IntegratedGPU(ArchPlugin):
     """Wave size: AMD_HIP.md "Supported cards" and "Integrated GPUs"; the targets are
     the build's (pyproject.toml)."""
 
-    strata_api_version = 1
+    strata_api_version = 2
     wave_size = 32
     # fmt: off
     rules = (
