@@ -280,3 +280,41 @@ def test_uv_run_does_not_compile_bytecode_each_time():
     assert "uv sync --locked --compile-bytecode" in (ROOT / "scripts/setup.sh").read_text()
 
 
+def test_a_third_party_plugin_for_a_target_the_core_knows_nothing_of(wheels, tmp_path, env):
+    """examples/strata-mi300x in a fresh environment: a plugin for gfx942 (CDNA3, wave64,
+    MFMA), which neither the core nor AMD_HIP.md names; what the card is comes from the
+    plugin's arch.toml alone, and every command says so with no change to the core."""
+    example = InstalledExample("strata-mi300x", wheels, tmp_path, env)
+    mi300x = example.plugin("mi300x")
+    assert (mi300x["distribution"], mi300x["status"], mi300x["archs"]) == (
+        "strata-mi300x",
+        "active",
+        ["gfx942"],
+    )
+    assert list(mi300x["kernel_library"]["code_objects"]) == ["gfx942"]
+
+    root = write_sysfs(tmp_path / "sys", [fake_gpu("gfx942", vram_gib=192, device_id=0x74A1)])
+    scan = ("--no-hip", "--sysfs", str(root))
+    (card,) = json.loads(example.strata_core("devices", "--json", *scan).stdout)["devices"]
+    assert (card["gfx"], card["plugin"], card["name"]) == ("gfx942", "mi300x", "Instinct MI300X")
+    assert (card["family"], card["matrix_cores"], card["wave_size"]) == ("CDNA3", "MFMA", 64)
+    assert card["status"] == "not on the page; described by mi300x"
+    devices = example.strata_core("devices", *scan).stdout.splitlines()
+    assert devices[1].split()[2:6] == ["Instinct", "MI300X", "gfx942", "CDNA3"]
+    assert devices[2] == (
+        "      not on the page; described by mi300x; MFMA matrix cores; mi300x carries code for "
+        "gfx942"
+    )
+    plan = example.strata_core("plan", *scan)
+    assert plan.stdout.splitlines()[0] == (
+        "plan for HIP 0: Instinct MI300X (gfx942, CDNA3, discrete) on Linux"
+    )
+    for shown in ("\n".join(devices), plan.stdout + plan.stderr):
+        assert "unknown" not in shown and "not in the architecture database" not in shown
+    answer = json.loads(example.strata_core("plan", "--json", *scan).stdout)
+    assert answer["plugin"] == "mi300x"
+    assert answer["kernels"]["prompt_attention"]["reason"] == (
+        "gfx942's matrix cores are MFMA; the engine's matrix-core attention is written for WMMA"
+    )
+    assert answer["switches"]["STRATA_MTP_SIDE_STREAM"]["source"] == "arch-default"
+    assert "5 passed" in example.own_tests()
