@@ -2,6 +2,8 @@
 of broken contract is named."""
 
 import json
+import tomllib
+from pathlib import Path
 
 import pytest
 from cli_runner import strata_core
@@ -14,7 +16,14 @@ from strata_core.api.switches import Rule, Switch
 from strata_core.testing import check_plugin
 from strata_core.testing.distributions import write_distribution
 
-IN_TREE = ("cuda", "gfx906", "hip_rdna2", "hip_rdna3", "hip_rdna4", "igpu")
+#: the workspace's plugins (plugins/*), by their entry point names
+IN_TREE = tuple(
+    sorted(
+        name
+        for path in (Path(__file__).parents[1] / "plugins").glob("*/pyproject.toml")
+        for name in tomllib.loads(path.read_text())["project"]["entry-points"]["strata.arch"]
+    )
+)
 
 
 class RX6600(ArchPlugin):
