@@ -278,3 +278,40 @@ def test_two_plugins_describing_one_target_differently_are_named_once():
     ]
     same = PluginManager.holding({"a": describing("X"), "b": describing("X")})
     assert same.arch_records()["gfx9990"].family == "X" and same.problems == []
+
+
+def test_a_version_1_plugin_still_plans_with_the_fallback_said_as_such():
+    """A plugin written against API 1 describes nothing: it loads, conforms, and its card's
+    plan says which facts no installed plugin gives."""
+    from strata_core.api import ArchPlugin, RunContext
+    from strata_core.testing import check_plugin, plan_for
+
+    class Old(ArchPlugin):
+        strata_api_version = 1
+        targets = ("gfx1032",)
+
+    assert not any("describe" in problem for problem in check_plugin(Old(), "old"))
+
+    class New(Old):
+        strata_api_version = 2
+
+    assert (
+        "carries code for gfx1032 but does not describe it (strata_arch_records: an arch.toml "
+        "table for it)"
+    ) in check_plugin(New(), "new")
+    plan = plan_for("gfx1032", RunContext(os="linux"), plugins={"old": Old()})
+    assert (plan.plugin, plan.device.family, plan.device.name) == (
+        "old",
+        "RDNA2",
+        "RX 6600 / RX 6600 XT",
+    )
+    reasons = {op: (c.variant, c.reason) for op, c in plan.kernels.items()}
+    assert reasons["matvec_q8_0"] == (
+        "v_dot4_i32_i8",
+        "no installed plugin describes gfx1032's int8 dot instruction; v_dot4_i32_i8 assumed",
+    )
+    assert reasons["prompt_attention"] == (
+        "fp32",
+        "no installed plugin describes gfx1032's matrix cores",
+    )
+    assert reasons["prompt_gemm"] == ("hipblas", "the prompt GEMMs run through hipBLAS")

@@ -189,21 +189,25 @@ def prompt_gemm_choice(device: Device, switches: Mapping[str, str | None]) -> Ke
     return KernelChoice("prompt_gemm", "hipblas", "the prompt GEMMs run through hipBLAS")
 
 
+def matvec_choice(device: Device) -> KernelChoice:
+    """The int8 dot instruction of the matvec: the one the target's plugin names."""
+    dot = device.arch.int8_dot if device.arch is not None else None
+    if dot is None:
+        return KernelChoice(
+            "matvec_q8_0",
+            "v_dot4_i32_i8",
+            f"no installed plugin describes {device.gfx}'s int8 dot instruction; "
+            "v_dot4_i32_i8 assumed",
+        )
+    return KernelChoice("matvec_q8_0", dot, f"{device.gfx}'s int8 dot instruction")
+
+
 def hip_choices(
     device: Device, context: RunContext, switches: Mapping[str, str | None], workload: Workload
 ) -> tuple[KernelChoice, ...]:
     """What a HIP build of the engine runs on this device."""
-    arch = device.arch
-    dot = arch.int8_dot if arch is not None else None
     return (
-        KernelChoice("matvec_q8_0", dot, f"{device.gfx}'s int8 dot instruction")
-        if dot
-        else KernelChoice(
-            "matvec_q8_0",
-            "v_dot4_i32_i8",
-            f"no installed plugin describes {device.gfx}'s int8 dot instruction; the "
-            "portable one",
-        ),
+        matvec_choice(device),
         router_choice(switches),
         *topk_choices(switches, workload.context_cells),
         prompt_gemm_choice(device, switches),
