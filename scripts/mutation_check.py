@@ -74,6 +74,9 @@ TABLES = "strata_core/tuning/tables.py"
 VISIBILITY = "strata_core/detect/visibility.py"
 KFD = "strata_core/detect/kfd.py"
 FILES = "strata_core/files.py"
+NAMES = "strata_core/detect/amdgpu_ids.py"
+DEVICES = "strata_core/plan/devices.py"
+ARCH = "strata_core/api/arch.py"
 CACHE = "strata_core/answer_cache.py"
 
 DEVICES_TESTS = ("tests/test_devices.py",)
@@ -85,6 +88,8 @@ TUNING_TESTS = ("tests/test_tuning.py",)
 TABLE_TESTS = ("tests/test_tables.py",)
 VISIBILITY_TESTS = ("tests/test_visibility.py", "tests/test_devices.py")
 KFD_TESTS = ("tests/test_kfd.py",)
+REAL_TESTS = ("tests/test_real_machines.py",)
+NAMES_TESTS = ("tests/test_amdgpu_ids.py", "tests/test_kfd.py")
 FILES_TESTS = ("tests/test_files.py", "tests/test_file_writers.py")
 CACHE_TESTS = ("tests/test_answer_cache.py",)
 
@@ -377,6 +382,54 @@ MUTATIONS = (
         'for marker in ("board_info",):',
         KFD_TESTS,
         "a discrete card known by its mem_info_vram_vendor alone falls to the VRAM/GTT rule",
+    ),
+    Mutation(
+        "kfd/apu-cpu-cores",
+        KFD,
+        "    if cores > 0:  # one node for the CPU and the GPU",
+        "    if cores > 8:  # one node for the CPU and the GPU",
+        KFD_TESTS + REAL_TESTS,
+        "an APU's combined node with 8 CPU cores (a Raven) is not taken for integrated",
+    ),
+    Mutation(
+        "kfd/coherent-host-access",
+        KFD,
+        'if fields.get("capability", 0) & COHERENT_HOST_ACCESS:',
+        'if fields.get("capability", 0) & COHERENT_HOST_ACCESS << 1:',
+        KFD_TESTS + REAL_TESTS,
+        "an MI300A, whose GPU shares the CPU's memory, is taken for a discrete card",
+    ),
+    Mutation(
+        "names/revision-first",
+        NAMES,
+        "if revision is not None and (device_id, revision) in self._exact:",
+        "if revision is None and (device_id, revision) in self._exact:",
+        NAMES_TESTS,
+        "a card of a device id with several names is not named by its revision",
+    ),
+    Mutation(
+        "devices/name-order",
+        DEVICES,
+        'named = facts["name"] or arch.name_of(facts["device_id"], facts["revision"])',
+        'named = arch.name_of(facts["device_id"], facts["revision"]) or facts["name"]',
+        REAL_TESTS + ("tests/test_devices.py",),
+        "the plugin's list wins over the name the runtime or libdrm gives the card",
+    ),
+    Mutation(
+        "devices/device-id-unique",
+        ARCH,
+        "return found[0] if len(found) == 1 else None",
+        "return found[0] if found else None",
+        ("tests/test_archdb.py",),
+        "a PCI device id that two plugins list gives the first one's target",
+    ),
+    Mutation(
+        "selection/unknown-vram",
+        SELECTION,
+        "    elif len(unknown) == len(pool):",
+        "    elif len(unknown) > len(pool):",
+        DEVICES_TESTS,
+        "a choice among cards of unknown VRAM claims to have taken the most VRAM",
     ),
     Mutation(
         "files/fsync",

@@ -449,3 +449,29 @@ def test_a_plugin_not_installed_is_named_with_the_command_that_installs_it(strat
         "strata-hip-rdna3)"
     )
     assert "strata[" not in a.reason
+
+
+def test_a_card_is_named_from_the_card_before_the_plugins_list(machine, tmp_path):
+    """DRM's product name, then libdrm's table, then the plugin's names by PCI id, then the
+    family; the plugin's list never overrides what the card itself says."""
+    from strata_core.api.records import DetectionContext
+    from strata_core.plan.devices import scan
+
+    ids = tmp_path / "amdgpu.ids"
+    ids.write_text("1.0.0\n7551,\tC0,\tAMD Radeon AI PRO R9700 (from libdrm)\n")
+    branded = attrs.evolve(
+        R9700, pci=(0x04, 0, 0), unique_id=1, product_name="Radeon AI PRO R9700 Creator"
+    )
+    unnamed = attrs.evolve(RX_9070_XT, revision=None)  # 7550 has three names: none fits
+    found, manager = machine([branded, R9700, unnamed])
+    assert [d.name for d in found.devices] == [
+        "Radeon AI PRO R9700 Creator",
+        "Radeon AI PRO R9700",
+        "an RDNA4 card",
+    ]
+    root = tmp_path / "sys0"  # the tree the machine fixture wrote
+    with_ids = scan(manager, DetectionContext(sysfs=root, amdgpu_ids=ids, hip_probe=False))
+    assert [d.name for d in with_ids.devices][:2] == [
+        "Radeon AI PRO R9700 Creator",
+        "Radeon AI PRO R9700 (from libdrm)",
+    ]
