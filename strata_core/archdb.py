@@ -37,6 +37,8 @@ class SupportStatus(enum.Enum):
     OPT_IN_BUILD = "opt-in build"
     NAMED_NOT_SUPPORTED = "named, not supported"
     BUILDS_BY_HAND = "builds by hand"
+    #: the status column names the target's own page (Strix Halo: "STRIX_HALO.md")
+    OWN_PAGE = "on its own page"
 
 
 def _tuple(values: Iterable[str]) -> tuple[str, ...]:

@@ -50,6 +50,7 @@ def test_supported_cards_statuses():
     assert status["gfx1100"] is status["gfx1201"] is S.MAINTAINER_TESTED
     assert status["gfx1200"] is status["gfx1101"] is S.VALIDATED_BY_OWNER
     assert status["gfx1102"] is S.REPORTED_WORKING
+    assert status["gfx1151"] is S.OWN_PAGE  # "Ryzen AI Max (Strix Halo)  gfx1151  STRIX_HALO.md"
     assert status["gfx1030"] is status["gfx1031"] is S.PACKAGE_NOT_TESTED
     assert status["gfx1103"] is S.OPT_IN_BUILD
     assert status["gfx906"] is S.SOURCE_BUILD_COMMUNITY

@@ -10,7 +10,13 @@ from strata_core.api.records import DeviceReport
 from strata_core.errors import StrataError
 from strata_core.plan.claims import assign
 from strata_core.plan.devices import FIELDS, KERNEL_FIRST, build_devices, merge_reports
-from strata_core.plan.selection import DeviceChoice, choose, parse_gpus, parse_roles
+from strata_core.plan.selection import (
+    DeviceChoice,
+    choose,
+    choose_backend,
+    parse_gpus,
+    parse_roles,
+)
 from strata_core.testing.sysfs import (
     GIB,
     MI50,
@@ -236,11 +242,14 @@ def test_visibility_renumbers_and_hides(machine):
 def test_gpu_choices_are_never_overridden(machine):
     gpus = [RADEON_780M, RX_7900_XTX, R9700]
     assert plan(machine, gpus, DeviceChoice(gpu=0))[2].indices == (0,)
-    two = plan(machine, gpus, DeviceChoice(gpus=(2, 1)))[2]
+    found, assignments, two, _ = plan(machine, gpus, DeviceChoice(gpus=(2, 1)))
     assert two.indices == (2, 1) and two.roles == {2: "helper", 1: "main"}
-    assert two.notes == (
+    on = {os_name: choose_backend(assignments, DeviceChoice(gpus=(2, 1)), os_name).notes
+          for os_name in ("linux", "windows")}  # fmt: skip
+    assert on["linux"] == (
         "cards of two families (RDNA3, RDNA4) need a system ROCm 7: AMD's wheels hold one family",
     )
+    assert on["windows"] == ()  # the Windows package carries its own runtime
     every = plan(machine, gpus, DeviceChoice(gpus="all"))[2]
     assert every.indices == (2, 1)  # "Every supported card"; integrated ones are not
     assert (

@@ -20,7 +20,15 @@ from strata_core.plan.core_switches import (
     page_variables,
 )
 from strata_core.testing.distributions import write_distribution
-from strata_core.testing.sysfs import MI50, R9700, RADEON_780M, RX_7900_XTX, fake_gpu, write_sysfs
+from strata_core.testing.sysfs import (
+    MI50,
+    R9700,
+    RADEON_780M,
+    RX_7900_XTX,
+    STRIX_HALO,
+    fake_gpu,
+    write_sysfs,
+)
 from strata_core.tuning.switch_trials import TRIALS
 from strata_core.tuning.kinds import KINDS
 
@@ -241,6 +249,23 @@ def test_the_notes_about_the_chosen_cards_reach_plan_and_run(env, tmp_path):
     assert f"strata-core: {note}" in strata_core("plan", *chosen, env=env).stderr.splitlines()
     ran = strata_core("run", "--json", "--profile", str(TINY), *chosen, env=env)
     assert f"strata-core: {note}" in ran.stderr.splitlines()
+
+
+def test_a_windows_split_gets_no_rocm_note(env, tmp_path):
+    """The ROCm 7 note is setup's on Linux ("Install with setup (source checkout, Linux)"); on
+    Windows the package carries its runtime: Strix Halo beside an RX 7900 XTX takes the rdna3
+    package, which holds gfx1100 and gfx1151, and no note says they need a ROCm."""
+    root = write_sysfs(tmp_path, [STRIX_HALO, RX_7900_XTX])
+    chosen = ("--sysfs", str(root), "--gpus", "0,1")
+    on = partial(strata_core, "plan", "--json", *chosen, env=env)
+    windows = json.loads(on("--os", "windows").stdout)
+    assert windows["package"] == "rdna3" and windows["notes"] == []
+    assert not any("ROCm 7" in w for w in windows["warnings"])
+    linux = json.loads(on("--os", "linux").stdout)
+    assert linux["notes"] == [
+        "cards of two families (RDNA3, RDNA3.5) need a system ROCm 7: AMD's wheels hold one "
+        "family"
+    ]
 
 
 def test_hip_ordinal_is_read_and_never_overridden(env, tmp_path):
@@ -518,7 +543,8 @@ def test_a_gfx906_card_without_its_plugin_is_refused_in_the_pages_words(env, tmp
 def test_a_card_the_installed_build_lacks_is_refused_with_the_builds_list(env, tmp_path):
     """ "A binary carried to another card stops with the card's name, its architecture and the
     build's list": an install of the gfx110x plugin alone refuses the R9700 helper of a split
-    naming the card, gfx1201 and the targets the build carries."""
+    naming the card, gfx1201 and the targets the build carries, and so does a plan for the
+    card named with --device."""
     root = write_sysfs(tmp_path / "sys", [RX_7900_XTX, R9700])
     rdna3 = env | {"STRATA_PLUGINS": "hip_rdna3"}
     for command in ("plan", "run"):
@@ -533,3 +559,33 @@ def test_a_card_the_installed_build_lacks_is_refused_with_the_builds_list(env, t
             "builds carry gfx1100, gfx1101, gfx1102, not gfx1201; every chosen card must be "
             "one of the supported architectures\n"
         )
+    named = strata_core("plan", "--device", "gfx1201", env=rdna3, check=False)
+    assert named.returncode == 2 and named.stderr == (
+        "strata-core: error: RX 9070 / RX 9070 XT / Radeon AI PRO R9700 (gfx1201, RDNA4): no "
+        "installed plugin runs gfx1201 (RDNA4): hip_rdna4 is not allowed: not named in "
+        "STRATA_PLUGINS; the installed builds carry gfx1100, gfx1101, gfx1102, not gfx1201\n"
+    )
+
+
+def test_strix_halo_s_row_points_to_its_own_page(env):
+    """ "Ryzen AI Max (Strix Halo)  gfx1151  STRIX_HALO.md": the status column of its row is its
+    own page, not another card's status."""
+    answer = json.loads(strata_core("plan", "--json", "--device", "gfx1151", env=env).stdout)
+    assert answer["device"]["status"] == "on its own page, STRIX_HALO.md"
+
+
+def test_a_split_of_a_wave64_and_a_wave32_card_is_refused(env, tmp_path):
+    """gfx906: "the wave32 backend refuses it", and "A wave32 card seen by this build is
+    refused at start": no build runs an MI50 and an R9700 together, in either order."""
+    root = write_sysfs(tmp_path, [MI50, R9700])
+    for command, order in (("plan", "0,1"), ("plan", "1,0"), ("run", "1,0")):
+        result = strata_core(command, "--sysfs", str(root), "--gpus", order, env=env, check=False)
+        assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+        assert result.stderr == (
+            "strata-core: error: --gpus from command line: HIP 0 (gfx906) is wave64 and HIP 1 "
+            "(gfx1201) wave32, and no build of the engine runs both: the wave32 backend "
+            'refuses gfx906, and "a wave32 card seen by this build is refused at start" '
+            "(AMD_HIP.md, gfx906)\n"
+        )
+    alone = strata_core("plan", "--sysfs", str(root), "--gpu", "0", env=env)
+    assert alone.returncode == 0  # either card alone is planned

@@ -18,6 +18,7 @@ from ..detect.examples import sysfs_root
 from ..errors import StrataError
 from . import config as run_config
 from .claims import Assignment, assign
+from .context import this_os
 from .devices import DeviceScan, scan
 from .selection import DeviceChoice, Selection, choose_backend
 
@@ -138,7 +139,9 @@ def detect(request: PlanRequest, config: run_config.RunConfig) -> Detected:
     manager = PluginManager.discover(request.env)
     found = scan(manager, context)
     assignments, problems = assign(manager, found.devices, chosen_plugin(request, config))
-    selection = choose_backend(assignments, device_choice(request, config))
+    selection = choose_backend(
+        assignments, device_choice(request, config), request.os or this_os()
+    )
     for a in assignments:
         log.debug(
             f"{a.device.name} ({a.device.gfx}, index {a.device.index}): {a.reason}",

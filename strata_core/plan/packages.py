@@ -71,7 +71,8 @@ def status(gfx: str, os_name: str, env: Mapping[str, str], described_by: str = "
         return f"not supported on {os_name.capitalize()}"
     if opted_in(gfx, os_name, env):
         return f"{page.status.value}, opted in ({OPT_IN_BUILDS[gfx]}=1)"
-    return page.status.value
+    own_page = page.status is archdb.SupportStatus.OWN_PAGE
+    return f"{page.status.value}, {page.note}" if own_page else page.status.value
 
 
 def package_for(gfx: str, os_name: str) -> Package | None:

@@ -86,7 +86,7 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
     else:
         found = detected_cards(request, config)
     manager, selection, main = found.manager, found.selection, found.main
-    plugin = runnable_plugin(main, chosen)
+    plugin = runnable_plugin(main, chosen, manager)
     context = run_context(request, config, found.others)
     config_env = env_of_config(config)
     user = dict(env) | parse_engine_args(request.engine_args, ENGINE_FLAGS)
@@ -214,7 +214,7 @@ def refuse_unsupported(
     """AMD_HIP.md: "Every chosen card must be one of the supported architectures"; a chosen
     card that no plugin runs is refused, naming it, its family and the installed builds'
     targets ("A binary carried to another card stops with the card's name, its architecture
-    and the build's list")."""
+    and the build's list"); so is a split of a wave64 and a wave32 card, which no build runs."""
     numbering = "CUDA" if selection.vendor == "nvidia" else "HIP"
     for a in assignments:
         if selection.selects(a.device) and not a.usable:
@@ -225,6 +225,15 @@ def refuse_unsupported(
                 f"which {a.reason}{f'; {carried}' if carried else ''}; every chosen card must "
                 "be one of the supported architectures"
             )
+    chosen = {d.wave_size: d for d in (a.device for a in assignments) if selection.selects(d)}
+    if 32 in chosen and 64 in chosen:
+        wide, narrow = chosen[64], chosen[32]
+        raise StrataError(
+            f"{selection.reason}: {numbering} {wide.index} ({wide.gfx}) is wave64 and "
+            f"{numbering} {narrow.index} ({narrow.gfx}) wave32, and no build of the engine runs "
+            f"both: the wave32 backend refuses {wide.gfx}, and \"a wave32 card seen by this "
+            "build is refused at start\" (AMD_HIP.md, gfx906)"
+        )
 
 
 def host_run(request: PlanRequest, host_plan: Plan, workload: Workload) -> HostRun:
@@ -341,8 +350,10 @@ def named_device(
     )
 
 
-def runnable_plugin(main: Assignment, chosen: str | None) -> str:
-    """The plugin that runs the main card; StrataError where none may."""
+def runnable_plugin(main: Assignment, chosen: str | None, manager: PluginManager) -> str:
+    """The plugin that runs the main card; StrataError where none may, naming the card, its
+    architecture and what the installed builds carry (AMD_HIP.md: "A binary carried to another
+    card stops with the card's name, its architecture and the build's list")."""
     device = main.device
     if chosen and main.plugin != chosen:
         refusal = dict(main.claims).get(chosen)
@@ -351,7 +362,8 @@ def runnable_plugin(main: Assignment, chosen: str | None) -> str:
                 f"{device.name} ({device.gfx}): STRATA_ARCH_PLUGIN={chosen}, which {refusal.reason}"
             )
     if main.plugin is None:
-        notes = "".join(f"; {note}" for note in support_notes(device))
+        carried = builds_carry(manager, device)
+        notes = "".join(f"; {note}" for note in [*support_notes(device), *filter(None, [carried])])
         raise StrataError(f"{device.name} ({device.gfx}, {device.family}): {main.reason}{notes}")
     return main.plugin
 

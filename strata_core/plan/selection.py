@@ -80,9 +80,15 @@ def backend_vendor(assignments: Sequence[Assignment]) -> str:
     return "nvidia" if nvidia else "amd"
 
 
-def choose_backend(assignments: Sequence[Assignment], choice: DeviceChoice) -> Selection:
+def choose_backend(
+    assignments: Sequence[Assignment], choice: DeviceChoice, os_name: str = "linux"
+) -> Selection:
     """The cards of the backend's vendor that a run uses; the other vendor's usable cards are
-    named in the notes, unused."""
+    named in the notes, unused. On Linux, chosen cards of two families need a system ROCm 7
+    (AMD_HIP.md, "Install with setup": "Cards of two families (for example gfx1100 and
+    gfx1201) need a system ROCm 7, because AMD's wheels hold one family"); on Windows the
+    engine package carries its own runtime, and whether it covers them is the package's
+    question (plan/packages.split_refusal)."""
     vendor = backend_vendor(assignments)
     numbering = "CUDA" if vendor == "nvidia" else "HIP"
     selection = choose([a for a in assignments if a.device.vendor == vendor], choice, numbering)
@@ -99,7 +105,24 @@ def choose_backend(assignments: Sequence[Assignment], choice: DeviceChoice) -> S
         for a in assignments
         if a.device.vendor != vendor and a.device.visible and not a.usable
     )
-    return attrs.evolve(selection, notes=selection.notes + unused + passed_over, vendor=vendor)
+    families = sorted(
+        {
+            a.device.family
+            for a in assignments
+            if a.device.vendor == vendor and a.device.index in selection.indices
+        }
+    )
+    rocm = (
+        (
+            f"cards of two families ({', '.join(families)}) need a system ROCm 7: "
+            "AMD's wheels hold one family",
+        )
+        if vendor == "amd" and os_name == "linux" and len(families) > 1
+        else ()
+    )
+    return attrs.evolve(
+        selection, notes=selection.notes + rocm + unused + passed_over, vendor=vendor
+    )
 
 
 def choose(
@@ -200,12 +223,6 @@ def _finish(
     visible: Mapping[int, Assignment],
     notes: tuple[str, ...],
 ) -> Selection:
-    families = sorted({visible[i].device.family for i in order})
-    if len(families) > 1:
-        notes += (
-            f"cards of two families ({', '.join(families)}) need a system ROCm 7: "
-            "AMD's wheels hold one family",
-        )
     if len(order) > 1 and not roles:
         roles = {i: "helper" for i in order[:-1]} | {order[-1]: "main"}
     return Selection(order, roles, reason, notes)
