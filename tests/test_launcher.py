@@ -207,7 +207,10 @@ def test_run_starts_the_engine_with_the_plan(pc, engine):
     chosen = ("run", "--pack", "IQ3_S", "--os", "linux", "--", str(engine), "--serve")
     result = strata_core(*chosen, env=pc | {"STRATA_HC_Q8": "0"})
     seen = json.loads(result.stdout)
-    assert seen["argv"] == ["--serve", "--pcie-frac", "0.15", "--backend", "hip", "--gpu", "0"]
+    # the run config's --kv int8, which the plan is for (STRATA_HIP_WMMA=1), reaches the engine
+    assert seen["argv"] == [
+        "--serve", "--pcie-frac", "0.15", "--kv", "int8", "--backend", "hip", "--gpu", "0"
+    ]  # fmt: skip
     assert seen["env"]["STRATA_HIP_WMMA"] == "1"
     assert seen["env"]["STRATA_HC_Q8"] == "0"  # the user's value, untouched
     assert "hipBLASLt tuning table: none (" in result.stderr
@@ -216,7 +219,7 @@ def test_run_starts_the_engine_with_the_plan(pc, engine):
 def test_an_explicit_engine_argument_wins(pc, engine):
     result = strata_core("run", "--pack", "IQ3_S", "--", str(engine), "--pcie-frac", "0.3", env=pc)
     argv = json.loads(result.stdout)["argv"]
-    assert argv == ["--pcie-frac", "0.3", "--backend", "hip", "--gpu", "0"]
+    assert argv == ["--pcie-frac", "0.3", "--kv", "int8", "--backend", "hip", "--gpu", "0"]
 
 
 def test_the_engines_exit_status_passes_through(env, tmp_path, engine):

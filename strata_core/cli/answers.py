@@ -232,6 +232,7 @@ def plan_answer(
         "kernels": {
             op: {"variant": c.variant, "reason": c.reason} for op, c in plan.kernels.items()
         },
+        "facts": {name: _resolved_dict(r) for name, r in plan.facts.items()},
         "pictures": _pictures_dict(plan.pictures) if plan.pictures else None,
         "log": list(plan.log),
         "warnings": list(plan.warnings),

@@ -57,8 +57,11 @@ COMMANDS = {
         "show what would run and why; changes nothing",
         "What would run on the main card (or a card named with --device) and why: the switches\n"
         "strata sets, with their reasons (-v: every switch, the engine's built-ins too), the\n"
-        "engine arguments, kernels, tuning tables, package and start lines.",
+        "engine arguments, kernels, tuning tables, package and start lines. With -- ENGINE ARGS:\n"
+        "the plan `run -- ENGINE ARGS` follows (the engine's --kv, --kv-resident, --gpu and\n"
+        "--backend are facts of the run).",
         "strata-core plan\n  strata-core plan --device gfx1201 --kv int8 --pack IQ3_S\n"
+        "  strata-core plan --json -- build-hip/strata --serve --kv int8 --gpu 1\n"
         "  strata-core plan --explain STRATA_HIP_WMMA\n"
         "  strata-core plan --toml --output strata.toml",
     ),
@@ -133,7 +136,7 @@ def main(argv: Sequence[str] | None = None, recorder: Recorder | None = None) ->
     """Run one command line; ``recorder`` reads the inputs of a cacheable answer."""
     argv = list(sys.argv[1:] if argv is None else argv)
     engine: list[str] | None = None  # run -- ENGINE ARGS: empty for the run config's exe
-    if command_word(argv) == "run" and "--" in argv:
+    if command_word(argv) in ("run", "plan") and "--" in argv:
         at = argv.index("--")
         argv, engine = argv[:at], argv[at + 1 :]
     if "--explain" in argv[:-1]:

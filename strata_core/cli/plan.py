@@ -61,7 +61,7 @@ def ignored_options(args: argparse.Namespace) -> list[str]:
 
 def run(args: argparse.Namespace, env: Mapping[str, str], recorder: Recorder | None = None) -> int:
     """Say what would run and why, as text, JSON, a run config, or one value explained."""
-    request = plan_request(args, env, recorder)
+    request = plan_request(args, env, recorder, args.engine)
     outcome = make_plan(request)
     plan, selection = outcome.plan, outcome.selection
     row = device_dict(outcome.assignment, selection, plan.context.os, request.env)
@@ -125,7 +125,9 @@ def switch_named(name: str, switches: Mapping[str, Switch], plugin: str) -> str:
 def reproducing_config(
     plan: Plan, config: run_config.RunConfig, selection: Selection, detected: bool
 ) -> run_config.RunConfig:
-    """A run config that gives the same values: every decided switch pinned in ``env``."""
+    """A run config that gives the same values: every decided switch pinned in ``env``, and
+    the run's facts in the page's keys ("backend", "gpu", the KV cache in "args"), so that a
+    server reading it runs the cards and KV cache the plan is for."""
     env = dict(plan.extra_env) | {
         n: r.value for n, r in plan.switches.items() if r.value is not None
     }
@@ -134,12 +136,17 @@ def reproducing_config(
     args = kept + tuple(
         part for flag, r in plan.args.items() if r.value is not None for part in (flag, r.value)
     )
-    gpu = config.gpu
+    kv = plan.facts.get("kv")
+    if kv is not None and kv.value and kv.source != "config":
+        args = without_flags(args, {"--kv"}) + ("--kv", kv.value)
+    gpu, backend = config.gpu, config.backend
     if detected:
         gpu = selection.indices[0] if len(selection.indices) == 1 else selection.indices
+        backend = plan.backend
     return attrs.evolve(
         config,
         gpu=gpu,
+        backend=backend,
         env=env,
         args=args,
         gpu_roles={str(k): v for k, v in selection.roles.items()} or config.gpu_roles,

@@ -15,12 +15,20 @@ from ..answer_cache import Recorder
 from ..api.manager import PluginManager
 from ..api.records import DetectionContext
 from ..detect.examples import sysfs_root
+from ..digits import is_digits
 from ..errors import StrataError
 from . import config as run_config
+from . import engine_facts
 from .claims import Assignment, assign
 from .context import this_os
 from .devices import DeviceScan, scan
-from .selection import DeviceChoice, Selection, choose_backend
+from .selection import (
+    DeviceChoice,
+    NamedBackend,
+    Selection,
+    choose_backend,
+    parse_roles,
+)
 
 #: libdrm's marketing names of AMD cards by PCI device id and revision, where Linux
 #: distributions put it (Debian: libdrm-common); STRATA_AMDGPU_IDS names another ("": none)
@@ -112,9 +120,79 @@ def seconds_variable(env: Mapping[str, str], name: str, default: float) -> float
     return value
 
 
+def engine_choice(request: PlanRequest) -> DeviceChoice | None:
+    """The cards the engine's own --gpu or --gpu-roles after `run --` name, which the engine
+    runs on; None where they name none."""
+    facts = engine_facts.read(request.engine_args, (), "")
+    source = "the engine's arguments after run --"
+    if "--gpu-roles" in facts:
+        roles = parse_roles(facts["--gpu-roles"].value)
+        return DeviceChoice(roles=roles, source=source, key="--gpu-roles")
+    if "--gpu" not in facts:
+        return None
+    text = facts["--gpu"].value
+    if not text or not all(is_digits(n.strip()) for n in text.split(",")):
+        raise StrataError(f"--gpu {text} after run --: expected HIP numbers such as 1 or 1,0")
+    numbers = tuple(int(n) for n in text.split(","))
+    if len(numbers) == 1:
+        return DeviceChoice(gpu=numbers[0], source=source, key="--gpu")
+    return DeviceChoice(gpus=numbers, source=source, key="--gpu")
+
+
 def device_choice(request: PlanRequest, config: run_config.RunConfig) -> DeviceChoice:
-    """The cards the user asked for: the command line, else the run config's ``hip_ordinal``
-    or ``gpu``."""
+    """The cards the user asked for: the engine's own --gpu after `run --` (the engine runs
+    on them), the command line, else the run config's ``hip_ordinal`` or ``gpu``. Where the
+    engine's and another choice name different cards, StrataError says both: no run plans for
+    one card and starts the engine on another."""
+    chosen = _asked_for(request, config)
+    engine = engine_choice(request)
+    if engine is None:
+        return chosen
+    if chosen.gpu is None and chosen.gpus is None and not chosen.roles:
+        return engine
+    theirs, ours = run_order(engine), run_order(chosen)
+    if theirs != ours:
+        option = "--gpu-roles" if chosen.roles else "--gpu" if chosen.gpu is not None else "--gpus"
+        raise StrataError(
+            f"{engine.said('--gpu')} ({numbers(theirs)}) and {chosen.said(option)} "
+            f"({numbers(ours)}) name different cards: the engine would run on the one and "
+            "strata plan for the other; give the cards once"
+        )
+    return engine
+
+
+def numbers(order: tuple[int, ...] | str | None) -> str:
+    """HIP 1, 0 (the main card last), or every card."""
+    return f"HIP {', '.join(map(str, order))}" if isinstance(order, tuple) else "every card"
+
+
+def run_order(choice: DeviceChoice) -> tuple[int, ...] | str | None:
+    """The cards a choice names, in run order (the main card last)."""
+    if choice.roles:
+        helpers = [i for i, r in choice.roles.items() if r == "helper"]
+        return (*helpers, *(i for i, r in choice.roles.items() if r == "main"))
+    return (choice.gpu,) if choice.gpu is not None else choice.gpus
+
+
+def named_backend(request: PlanRequest, config: run_config.RunConfig) -> NamedBackend | None:
+    """The backend the run config's "backend" or the engine's --backend names (StrataError
+    where they name two)."""
+    where = str(run_config.find(request.config, request.env, request.recorder))
+    named = []
+    if config.backend is not None:
+        named.append(NamedBackend(config.backend, f"backend from {where}", "config"))
+    fact = engine_facts.read(request.engine_args, config.args, where).get("--backend")
+    if fact is not None:
+        named.append(NamedBackend(fact.value, fact.where, fact.source))
+    if len({n.name for n in named}) > 1:
+        raise StrataError(
+            f"{named[0].where} and {named[1].where} name two backends: one run has one backend"
+        )
+    return named[-1] if named else None
+
+
+def _asked_for(request: PlanRequest, config: run_config.RunConfig) -> DeviceChoice:
+    """The cards strata's command line names, else the run config's."""
     if request.choice is not None:
         return request.choice
     roles = {int(k): v for k, v in config.gpu_roles.items()}
@@ -140,7 +218,10 @@ def detect(request: PlanRequest, config: run_config.RunConfig) -> Detected:
     found = scan(manager, context)
     assignments, problems = assign(manager, found.devices, chosen_plugin(request, config))
     selection = choose_backend(
-        assignments, device_choice(request, config), request.os or this_os()
+        assignments,
+        device_choice(request, config),
+        request.os or this_os(),
+        named_backend(request, config),
     )
     for a in assignments:
         log.debug(

@@ -8,7 +8,7 @@ and the Plan it returns is all that a run, an engine start or a rendering needs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +18,11 @@ from .. import archdb
 from ..api.arch import ROCBLAS, Architectures
 from ..api.manager import PluginManager
 from ..api.records import Device, RunContext, Workload
+from ..api.switches import Resolved
 from ..errors import StrataError
 from ..host.plugin import host_device
 from . import config as run_config
-from . import packages, profile
+from . import engine_facts, packages, profile
 from .claims import Assignment, assign, builds_carry
 from .context import ram_bytes, this_os
 from .detection import (
@@ -29,6 +30,7 @@ from .detection import (
     chosen_plugin,
     detect,
     device_choice,
+    named_backend,
     seconds_variable,
 )
 from .devices import architectures, device_for
@@ -48,7 +50,7 @@ from .selection import Selection
 
 GIB = 1 << 30
 #: Engine arguments whose values a user gives after `run --`, which no default overrides.
-ENGINE_FLAGS = {"--pcie-frac", "--pipeline-windows", "--ple-io", "--kv"}
+ENGINE_FLAGS = {"--pcie-frac", "--pipeline-windows", "--ple-io"}
 #: Seconds the GPU run may take before it is stopped (STRATA_RUN_TIMEOUT).
 RUN_TIMEOUT_S = 600.0
 
@@ -87,11 +89,12 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
         found = detected_cards(request, config)
     manager, selection, main = found.manager, found.selection, found.main
     plugin = runnable_plugin(main, chosen, manager)
-    context = run_context(request, config, found.others)
+    config_name = str(path) if path else "the run config"
+    facts, said = run_facts(request, config, config_name)
+    context = run_context(request, config, found.others, facts)
     config_env = env_of_config(config)
     user = dict(env) | parse_engine_args(request.engine_args, ENGINE_FLAGS)
     workload = profile.load(request.profile, recorder)
-    config_name = str(path) if path else "the run config"
 
     def plan_on(device: Device, plugin: str) -> Plan:
         return build_plan(
@@ -99,6 +102,7 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
         )
 
     plan = plan_on(main.device, plugin)
+    plan = attrs.evolve(plan, warnings=(*said, *plan.warnings))
     split = (
         packages.split_refusal(plan.package, found.cards, plan.context.os) if plan.package else None
     )
@@ -124,6 +128,8 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
         roles = selection.roles if device_choice(request, config).roles else {}
         engine_cards = EngineCards(plan.backend, selection.indices, roles, frozenset(given))
         plan = attrs.evolve(plan, cards=engine_cards)
+    facts |= card_facts(request, config, selection, plan.backend)
+    plan = attrs.evolve(plan, facts=facts)
     # last, so that a plugin that broke in any hook above is among them
     plan = attrs.evolve(plan, warnings=(*manager.problems, *found.problems, *plan.warnings))
     return PlanOutcome(plan, main, selection, manager, config, path, found.no_gpu)
@@ -179,18 +185,75 @@ def detected_cards(request: PlanRequest, config: run_config.RunConfig) -> Cards:
     return Cards(manager, selection, main, others, cards, problems, no_gpu)
 
 
+def run_facts(
+    request: PlanRequest, config: run_config.RunConfig, config_name: str
+) -> tuple[dict[str, Resolved], list[str]]:
+    """The KV cache and its streaming the run is for, each with where it came from: the
+    engine's own argument after `run --` (the engine runs with it), else strata-core's option,
+    else the run config's args; and the line that says so where strata-core's option and the
+    engine's argument disagree."""
+    found = engine_facts.read(request.engine_args, config.args, config_name)
+    said = []
+    kv = found.get("--kv")
+    if kv is not None and request.kv is not None and kv.source == engine_facts.ENGINE:
+        if kv.value != request.kv:
+            said.append(
+                f"--kv {request.kv} on strata-core's command line and {kv.where} differ: the "
+                f"engine runs with its own, so the plan is for {kv.value}"
+            )
+    if kv is not None and (request.kv is None or kv.source == engine_facts.ENGINE):
+        kv_fact = Resolved(kv.value, kv.source, kv.where)
+    elif request.kv is not None:
+        kv_fact = Resolved(request.kv, "user", f"--kv {request.kv} on strata-core's command line")
+    else:
+        kv_fact = Resolved(None, "builtin", "no --kv given: the engine's own KV cache")
+    streaming = found.get("--kv-resident")
+    if request.kv_streaming:
+        stream_fact = Resolved("on", "user", "--kv-streaming on strata-core's command line")
+    elif streaming is not None:
+        stream_fact = Resolved(streaming.value, streaming.source, streaming.where)
+    else:
+        stream_fact = Resolved("off", "builtin", "no --kv-resident: the KV cache stays on the card")
+    return {"kv": kv_fact, "kv_streaming": stream_fact}, said
+
+
+def card_facts(
+    request: PlanRequest, config: run_config.RunConfig, selection: Selection, backend: str
+) -> dict[str, Resolved]:
+    """The backend and the cards of the plan, with where each came from."""
+    named = named_backend(request, config)
+    if named is None:
+        backend_fact = Resolved(backend, "builtin", "the backend of the cards the plan is for")
+    else:
+        backend_fact = Resolved(named.name, named.source, named.where)
+    if request.device:
+        return {"backend": backend_fact}
+    choice = device_choice(request, config)
+    if choice.source == "command line":
+        source = "user"
+    elif choice.key in ("--gpu", "--gpu-roles"):
+        source = engine_facts.ENGINE
+    else:
+        source = "builtin" if choice.key is None else "config"
+    cards = ",".join(map(str, selection.indices)) or None
+    return {"backend": backend_fact, "cards": Resolved(cards, source, selection.reason)}
+
+
 def run_context(
-    request: PlanRequest, config: run_config.RunConfig, others: tuple[Device, ...]
+    request: PlanRequest,
+    config: run_config.RunConfig,
+    others: tuple[Device, ...],
+    facts: Mapping[str, Resolved],
 ) -> RunContext:
-    """What the plan is for besides the card: the OS, the KV cache, the model's pack, the
-    picture reader, the other cards, the RAM and the PLE table."""
+    """What the plan is for besides the card: the OS, the KV cache and its streaming
+    (``facts``), the model's pack, the picture reader, the other cards, the RAM and the PLE
+    table."""
     return RunContext(
         os=request.os or this_os(),
-        kv=request.kv or parse_engine_args(config.args, {"--kv"}).get("--kv"),
+        kv=facts["kv"].value,
         pack=request.pack,
         vision=request.vision,
-        kv_streaming=request.kv_streaming
-        or "--kv-resident" in parse_engine_args(config.args, {"--kv-resident"}),
+        kv_streaming=facts["kv_streaming"].value != "off",
         other_cards=others,
         ram_bytes=ram_bytes(request.recorder),
         ple_table_bytes=_ple_table_bytes(request, config),
@@ -231,8 +294,8 @@ def refuse_unsupported(
         raise StrataError(
             f"{selection.reason}: {numbering} {wide.index} ({wide.gfx}) is wave64 and "
             f"{numbering} {narrow.index} ({narrow.gfx}) wave32, and no build of the engine runs "
-            f"both: the wave32 backend refuses {wide.gfx}, and \"a wave32 card seen by this "
-            "build is refused at start\" (AMD_HIP.md, gfx906)"
+            f'both: the wave32 backend refuses {wide.gfx}, and "a wave32 card seen by this '
+            'build is refused at start" (AMD_HIP.md, gfx906)'
         )
 
 

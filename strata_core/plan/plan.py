@@ -142,6 +142,10 @@ class Plan:
     run: RunSettings | None = None
     #: the cards of this PC the engine is told to use; None for the host or a named card
     cards: EngineCards | None = None
+    #: what the run is for besides the switches (``kv``, ``kv_streaming``, ``backend``,
+    #: ``cards``), each with where it came from: ``user`` (strata-core's options), ``config``,
+    #: ``engine argument`` (after `run --`) or ``builtin`` (nobody said)
+    facts: Mapping[str, Resolved] = attrs.field(factory=dict)
 
     @property
     def backend(self) -> str:
@@ -167,14 +171,26 @@ class Plan:
 
     def engine_args(self) -> list[str]:
         """The arguments the engine gets after the user's own: every argument value strata
-        decided or the run config set, then the backend and cards."""
+        decided or the run config set, the KV cache the plan is for (:meth:`_told`), then the
+        backend and cards."""
         decided = [
             part
             for flag, r in self.args.items()
             if r.value is not None and r.source != "user"
             for part in (flag, r.value)
         ]
-        return decided + (self.cards.argv() if self.cards else [])
+        return decided + self._told() + (self.cards.argv() if self.cards else [])
+
+    def _told(self) -> list[str]:
+        """The KV cache the plan is for, where strata-core's --kv or the run config's args
+        named it: the engine gets it (an engine argument after `run --` is the user's own)."""
+        told = []
+        kv, streaming = self.facts.get("kv"), self.facts.get("kv_streaming")
+        if kv is not None and kv.value and kv.source in ("user", "config"):
+            told += ["--kv", kv.value]
+        if streaming is not None and streaming.value and streaming.source == "config":
+            told += ["--kv-resident", streaming.value]
+        return told
 
     def explain(self, name: str) -> Resolved:
         """How the switch or engine argument ``name`` was decided (KeyError for a name that

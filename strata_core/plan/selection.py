@@ -9,6 +9,7 @@ import attrs
 from ..api.records import Device
 from ..digits import is_digits
 from ..errors import StrataError
+from ..gpu.backends import BACKENDS
 from .claims import Assignment
 
 ROLES = ("main", "helper")
@@ -72,24 +73,54 @@ def parse_roles(text: str) -> dict[int, str]:
     return roles
 
 
-def backend_vendor(assignments: Sequence[Assignment]) -> str:
-    """``nvidia`` where a visible NVIDIA card that a plugin runs is present, else ``amd``
-    (AMD_HIP.md: "Setup picks --backend hip by itself on a PC with no NVIDIA card Strata can
-    use. ... mixed AMD/NVIDIA runs are not supported")."""
+@attrs.frozen
+class NamedBackend:
+    """The backend the user named (the run config's "backend", the engine's --backend), and
+    where, in the words of a message."""
+
+    name: str
+    where: str
+    #: ``config`` or ``engine argument``, as a plan's facts say it
+    source: str
+
+
+def backend_vendor(assignments: Sequence[Assignment], named: NamedBackend | None = None) -> str:
+    """The vendor of the backend the user named, else ``nvidia`` where a visible NVIDIA card
+    that a plugin runs is present, else ``amd`` (AMD_HIP.md: "Setup picks --backend hip by
+    itself on a PC with no NVIDIA card Strata can use. ... mixed AMD/NVIDIA runs are not
+    supported"). StrataError where the named backend is none strata knows, or no visible card
+    of its vendor is one a plugin runs."""
+    if named is not None:
+        vendor = next((b.vendor for b in BACKENDS.values() if b.name == named.name), None)
+        if vendor is None:
+            raise StrataError(
+                f"backend {named.name} ({named.where}): strata runs the "
+                f"{' or the '.join(BACKENDS)} backend"
+            )
+        if not any(a.usable and a.device.vendor == vendor for a in assignments):
+            raise StrataError(
+                f"backend {named.name} ({named.where}): no visible card of this PC is one it "
+                "runs with an installed plugin"
+            )
+        return vendor
     nvidia = any(a.usable and a.device.vendor == "nvidia" for a in assignments)
     return "nvidia" if nvidia else "amd"
 
 
 def choose_backend(
-    assignments: Sequence[Assignment], choice: DeviceChoice, os_name: str = "linux"
+    assignments: Sequence[Assignment],
+    choice: DeviceChoice,
+    os_name: str = "linux",
+    named: NamedBackend | None = None,
 ) -> Selection:
     """The cards of the backend's vendor that a run uses; the other vendor's usable cards are
     named in the notes, unused. On Linux, chosen cards of two families need a system ROCm 7
     (AMD_HIP.md, "Install with setup": "Cards of two families (for example gfx1100 and
     gfx1201) need a system ROCm 7, because AMD's wheels hold one family"); on Windows the
     engine package carries its own runtime, and whether it covers them is the package's
-    question (plan/packages.split_refusal)."""
-    vendor = backend_vendor(assignments)
+    question (plan/packages.split_refusal). A backend the user ``named`` is the backend, and
+    the cards count in its numbers."""
+    vendor = backend_vendor(assignments, named)
     numbering = "CUDA" if vendor == "nvidia" else "HIP"
     selection = choose([a for a in assignments if a.device.vendor == vendor], choice, numbering)
     unused = tuple(
