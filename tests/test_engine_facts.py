@@ -156,6 +156,13 @@ def test_the_config_s_backend_is_the_backend(env, tmp_path, stand_in, with_drive
     assert wrong.returncode == 2 and "no HIP device 1 (visible HIP devices: 0)" in wrong.stderr
     engine_side = plan("--sysfs", root, "--", ENGINE, "--backend", "hip", env=driver)
     assert json.loads(engine_side.stdout)["backend"] == "hip"
+    # the engine's --gpu counts in the backend's numbers: a CUDA ordinal on the H200
+    cuda = json.loads(plan("--sysfs", root, "--", ENGINE, "--gpu", "0", env=driver).stdout)
+    assert (cuda["backend"], cuda["device"]["gfx"], cuda["facts"]["cards"]["value"]) == (
+        "cuda",
+        "sm_90",
+        "0",
+    )
 
 
 def test_a_backend_nothing_here_runs_is_refused_in_one_line(env, three, tmp_path):
