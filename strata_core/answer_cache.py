@@ -286,10 +286,11 @@ def read_entry(env: dict[str, str], name: str, warn: Callable[[str], None] | Non
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):  # a folder, a FIFO: no entry (open() refuses a folder)
+        os.close(fd)
+        return None
     with open(fd, "rb") as handle:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None
         why = _others_can_write(st)
         if why is not None:
             (warn or _warn)(

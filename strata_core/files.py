@@ -11,8 +11,10 @@ synced. A reader, and the disk after a crash or a SIGKILL, sees the old file or 
 never part of either. A file that is replaced keeps its owner (where the writer may give it:
 as root; the group where it is one of the writer's) and its mode, as GNU ``sed -i`` does; a
 new one gets the mode the umask gives. strata's private files (``private``) are made 0600 in
-a folder made 0700, whoever had the name before. Links on the way are followed (the target's
-own only where it is replaced); a loop of them is an error like any other. A write that fails
+a folder made 0700, whoever had the name before. Links on the way are followed, as the
+kernel follows them (the target's own only where it is replaced, and never for a private
+file: the name itself is replaced, whatever it is); a loop of them is an error like any
+other. A write that fails
 leaves the old file as it was and no temporary file behind, and is one StrataError naming
 the file and the reason.
 
@@ -64,8 +66,10 @@ def put(
     make_folders: bool = False,
     private: bool = False,
 ) -> None:
-    """Write ``data`` to ``path`` as the module says; OSError where it cannot be."""
-    target = resolved(path, follow_last=replace)
+    """Write ``data`` to ``path`` as the module says; OSError where it cannot be. A private
+    file (strata's own, in its own folder) is never written through a link at its name: the
+    name itself is replaced, whatever it is now."""
+    target = resolved(path, follow_last=replace and not private)
     folder = os.path.dirname(target)
     _check_folder(folder, make_folders, private)
     old = _existing(target) if replace and not private else None
@@ -87,8 +91,10 @@ def put(
 
 def resolved(path: Path | str, follow_last: bool) -> str:
     """The absolute path with every link of its folders followed (and the last name's with
-    ``follow_last``); OSError ELOOP naming where a loop of links is."""
-    absolute = os.path.abspath(path)
+    ``follow_last``), as the kernel resolves it: a ``..`` after a link leads into the parent
+    of the link's target, not back beside the link; OSError ELOOP naming where a loop of links
+    is."""
+    absolute = os.path.join(os.getcwd(), os.fspath(path))  # not normalized: ".." is the kernel's
     folder = os.path.realpath(os.path.dirname(absolute))
     target = os.path.join(folder, os.path.basename(absolute))
     if follow_last:

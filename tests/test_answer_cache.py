@@ -388,3 +388,29 @@ def test_a_fifo_where_a_file_is_looked_for_makes_the_answer_one_not_kept(tmp_pat
     recorder = answer_cache.Recorder()
     assert recorder.is_file(fifo) is False
     assert recorder.refusals == [f"{fifo} cannot be read as a regular file"]
+
+
+def test_a_stored_answer_replaced_by_a_link_is_not_written_through(cached, tmp_path):
+    """Nothing in the cache folder is ever written through: an entry that has become a link to
+    a file elsewhere is replaced by the next store, and that file keeps its bytes and mode."""
+    env, args, root, _ = cached
+    (entry,) = (tmp_path / "answer-cache").glob("answer-*.marshal")
+    victim = tmp_path / "bashrc"
+    victim.write_text("alias ll='ls -l'\n")
+    victim.chmod(0o644)
+    entry.unlink()
+    entry.symlink_to(victim)
+    (root / "class/drm/renderD128/device/mem_info_vram_total").write_text("1\n")  # a miss
+    assert run(*args, env=env).returncode == 0
+    assert victim.read_text() == "alias ll='ls -l'\n" and victim.stat().st_mode & 0o777 == 0o644
+    assert not entry.is_symlink() and marshal.loads(entry.read_bytes())["stdout"]
+
+
+def test_a_stored_answer_that_is_a_folder_is_no_answer_and_no_traceback(cached, tmp_path):
+    env, args, _, _ = cached
+    (entry,) = (tmp_path / "answer-cache").glob("answer-*.marshal")
+    entry.unlink()
+    entry.mkdir()
+    result = run(*args, env=env)
+    assert result.returncode == 0 and result.stderr == "" and result.stdout != SENTINEL
+    assert json.loads(result.stdout)["plugin"] == "hip_rdna4"

@@ -256,3 +256,14 @@ def test_a_write_killed_at_any_moment_leaves_one_file_whole(tmp_path):
         assert data == old or data == b"n" * size, (delay, len(data))
         for temporary in _temporaries(tmp_path):
             temporary.unlink()
+
+
+def test_an_output_path_through_a_link_and_dot_dot_is_resolved_as_the_kernel_does(env, tmp_path):
+    """`--output a/../out.toml` where a is a link to elsewhere/sub: the shell's `>` (the kernel)
+    writes elsewhere/out.toml, the parent of the link's target, not out.toml beside the link."""
+    (tmp_path / "elsewhere" / "sub").mkdir(parents=True)
+    (tmp_path / "here").mkdir()
+    (tmp_path / "here" / "a").symlink_to(tmp_path / "elsewhere" / "sub")
+    strata_core(*PLAN, "--output", "a/../out.toml", env=env, cwd=tmp_path / "here")
+    assert (tmp_path / "elsewhere" / "out.toml").read_text().startswith("# strata run config")
+    assert not (tmp_path / "here" / "out.toml").exists()

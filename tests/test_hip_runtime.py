@@ -506,3 +506,19 @@ def test_a_stopped_run_ends_its_gpu_child_and_leaves_no_folder(
     assert "Traceback" not in said
     assert not left
     assert not list(scratch.iterdir())
+
+
+def test_a_library_without_the_optional_calls_names_them_instead_of_raising():
+    """cffi says a symbol a library lacks with its own ffi.error, not AttributeError: a driver
+    without the graph calls or cuLaunchKernelEx (CUDA 11.8's) is one line naming them."""
+    from strata_core.cuda._cuda_ffi import ffi
+    from strata_core.gpu.runtime import missing_calls
+    from strata_core.hip._hip_ffi import ffi as hip_ffi
+
+    libc = ffi.dlopen("libc.so.6")
+    calls = ("cuLaunchKernelEx", "cuStreamBeginCapture_v2")
+    assert missing_calls(libc, ffi, calls, "libc.so.6") == (
+        "libc.so.6 has no cuLaunchKernelEx, cuStreamBeginCapture_v2"
+    )
+    hip = hip_ffi.dlopen("libamdhip64.so.5")  # Debian's HIP runtime has these
+    assert missing_calls(hip, hip_ffi, ("hipGetDeviceCount",), "libamdhip64.so.5") is None

@@ -87,8 +87,8 @@ class CudaDriver:
         self.check(lib.cuInit(0), "cuInit")
         self.context: Any = None
         self.device: int | None = None
-        self.graphs_missing = missing_calls(lib, GRAPH_CALLS, path)
-        self.handover_missing = missing_calls(lib, ("cuLaunchKernelEx",), path) or (
+        self.graphs_missing = missing_calls(lib, ffi, GRAPH_CALLS, path)
+        self.handover_missing = missing_calls(lib, ffi, ("cuLaunchKernelEx",), path) or (
             self._handover_version()
         )
         #: launches overlap the kernel before them (programmatic dependent launch): only

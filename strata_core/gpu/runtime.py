@@ -22,10 +22,19 @@ class Card:
     wave_size: int | None
 
 
-def missing_calls(lib: Any, calls: Sequence[str], path: str) -> str | None:
-    """What the library ``lib`` (loaded from ``path``) lacks of ``calls``, as a reason, or
-    None when it has them all."""
-    missing = [call for call in calls if not hasattr(lib, call)]
+def missing_calls(lib: Any, ffi: Any, calls: Sequence[str], path: str) -> str | None:
+    """What the library ``lib`` (loaded from ``path`` through ``ffi``) lacks of ``calls``, as
+    a reason, or None when it has them all. cffi says a symbol the library lacks with its own
+    ``ffi.error``, which hasattr lets through."""
+
+    def lacks(call: str) -> bool:
+        try:
+            getattr(lib, call)
+        except (AttributeError, ffi.error):
+            return True
+        return False
+
+    missing = [call for call in calls if lacks(call)]
     return f"{path} has no {', '.join(missing)}" if missing else None
 
 

@@ -36,7 +36,7 @@ class HipRuntime:
         if lib is None or path is None:
             raise StrataError(f"no HIP runtime found (tried {', '.join(tried)})")
         self.lib, self.path = lib, path
-        self.graphs_missing = missing_calls(lib, GRAPH_CALLS, path)
+        self.graphs_missing = missing_calls(lib, self.ffi, GRAPH_CALLS, path)
         self.handover_missing: str | None = "HIP has no programmatic dependent launch"
         self.handover = False
 
