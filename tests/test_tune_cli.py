@@ -486,3 +486,19 @@ def test_switch_trials_need_no_card_the_run_config_chooses(env, tmp_path):
         2, "strata-core: error: gpu from strata.toml: no HIP device 1 (visible HIP devices: "
         "none)\n",
     )  # fmt: skip
+
+
+def test_a_run_config_at_a_loop_of_links_is_refused_before_measuring(env, tmp_path):
+    """`tune --switches --config LOOP` cannot ever write its winners: one line, exit 2, and
+    nothing measured, as for any run config plan would refuse."""
+    (tmp_path / "a.toml").symlink_to(tmp_path / "b.toml")
+    (tmp_path / "b.toml").symlink_to(tmp_path / "a.toml")
+    result = run(
+        "tune", "--switches", "--repeats", "3", "--config", str(tmp_path / "a.toml"),
+        env=env, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2 and "measuring" not in result.stderr
+    assert result.stderr.splitlines() == [
+        f"strata-core: error: {tmp_path / 'a.toml'}: cannot write (a loop of symbolic links at "
+        f"{tmp_path / 'a.toml'}); nothing was measured"
+    ]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .. import log
 from ..errors import StrataError
-from ..files import write_atomic
+from ..files import resolved, write_atomic
 from ..plan.config import with_env
 
 TYPE_CHECKING = False
@@ -61,6 +61,12 @@ def run_switch_trials(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     workload = profile.load(args.profile)
     context = RunContext(os=args.os or this_os(), kv_streaming=args.kv_streaming)
     path = run_config.find(args.config, env) or Path("strata.toml")
+    try:  # a name that can never be written (a loop of links) is refused before measuring
+        resolved(path, follow_last=True)
+    except OSError as exc:
+        raise StrataError(
+            f"{path}: cannot write ({exc.strerror or exc}); nothing was measured"
+        ) from None
     if path.exists():  # refused as plan refuses it (a folder, a malformed config) before measuring
         run_config.load(path)
     host = host_run(args, env, path if path.is_file() else None)
