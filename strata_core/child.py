@@ -44,13 +44,21 @@ class ForkedChild:
             if self.status is None:
                 os.kill(self.pid, signal.SIGKILL)
 
-    def wait(self) -> int:
-        """Its exit status as subprocess gives it (-N: killed by signal N)."""
+    def wait(self, timeout: float | None = None) -> int:
+        """Its exit status as subprocess gives it (-N: killed by signal N); where it has not
+        ended within ``timeout`` seconds, subprocess.TimeoutExpired."""
         with self._lock:
             if self.status is not None:
                 return self.status
+        deadline = None if timeout is None else time.monotonic() + timeout
         try:  # waited for unreaped, so that kill() never meets a pid that is free
-            os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
+            while True:
+                polling = os.WNOHANG if deadline is not None else 0
+                if os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT | polling):
+                    break
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise subprocess.TimeoutExpired(f"forked child {self.pid}", timeout or 0)
+                time.sleep(0.01)
         except ChildProcessError:
             pass  # the other thread reaped it and sets its status under the lock
         with self._lock:
@@ -129,12 +137,17 @@ def _answer(
     """The JSON object ``child`` writes on ``answer`` within ``timeout_s`` (what it says on
     ``output`` gives the reason it failed); ChildFailed where there is none. The child never
     outlives this call, and is ended with the command where that is stopped first."""
+    deadline = time.monotonic() + timeout_s
     with stopping.running(child):
         with answer, output:
-            received, said, late = _read(answer, output, time.monotonic() + timeout_s)
+            received, said, late = _read(answer, output, deadline)
         if late or len(received) > bounded.CHILD_ANSWER.limit:
             child.kill()
-        code = child.wait()
+        try:  # a child that closed its pipes and goes on is not waited for past the deadline
+            code = child.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            child.kill()
+            code, late = child.wait(), True
     if late:
         recorder.refuse(f"{what} timed out")
         raise ChildFailed(f"{what} gave no answer within {timeout_s:g} s")

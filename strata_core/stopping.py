@@ -17,12 +17,13 @@ STOPPING = (signal.SIGINT, signal.SIGTERM)
 
 
 class Child(Protocol):
-    """A child process as subprocess.Popen is one: ``kill`` it, ``wait`` for its status.
-    Both may be called from two threads, and ``kill`` after the child ended does nothing."""
+    """A child process as subprocess.Popen is one: ``kill`` it, ``wait`` for its status (at
+    most ``timeout`` seconds: subprocess.TimeoutExpired). Both may be called from two threads,
+    and ``kill`` after the child ended does nothing."""
 
     def kill(self) -> None: ...
 
-    def wait(self) -> int: ...
+    def wait(self, timeout: float | None = None) -> int: ...
 
 
 _lock = threading.Lock()
