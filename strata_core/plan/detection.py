@@ -28,6 +28,7 @@ from .selection import (
     Selection,
     choose_backend,
     parse_roles,
+    roles_order,
 )
 
 #: libdrm's marketing names of AMD cards by PCI device id and revision, where Linux
@@ -76,6 +77,9 @@ class Detected:
     assignments: tuple[Assignment, ...]
     selection: Selection
     problems: tuple[str, ...]
+    #: what the user asked for: the cards (device_choice) and a backend (named_backend)
+    choice: DeviceChoice = DeviceChoice()
+    backend: NamedBackend | None = None
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -169,8 +173,7 @@ def numbers(order: tuple[int, ...] | str | None) -> str:
 def run_order(choice: DeviceChoice) -> tuple[int, ...] | str | None:
     """The cards a choice names, in run order (the main card last)."""
     if choice.roles:
-        helpers = [i for i, r in choice.roles.items() if r == "helper"]
-        return (*helpers, *(i for i, r in choice.roles.items() if r == "main"))
+        return roles_order(choice.roles)
     return (choice.gpu,) if choice.gpu is not None else choice.gpus
 
 
@@ -217,12 +220,8 @@ def detect(request: PlanRequest, config: run_config.RunConfig) -> Detected:
     manager = PluginManager.discover(request.env)
     found = scan(manager, context)
     assignments, problems = assign(manager, found.devices, chosen_plugin(request, config))
-    selection = choose_backend(
-        assignments,
-        device_choice(request, config),
-        request.os or this_os(),
-        named_backend(request, config),
-    )
+    choice, backend = device_choice(request, config), named_backend(request, config)
+    selection = choose_backend(assignments, choice, request.os or this_os(), backend)
     for a in assignments:
         log.debug(
             f"{a.device.name} ({a.device.gfx}, index {a.device.index}): {a.reason}",
@@ -230,4 +229,4 @@ def detect(request: PlanRequest, config: run_config.RunConfig) -> Detected:
             seen_by=",".join(a.device.seen_by),
         )
     log.debug(f"selected {list(selection.indices)}: {selection.reason}", kind="selection")
-    return Detected(manager, found, tuple(assignments), selection, tuple(problems))
+    return Detected(manager, found, tuple(assignments), selection, tuple(problems), choice, backend)

@@ -29,7 +29,6 @@ from .detection import (
     PlanRequest,
     chosen_plugin,
     detect,
-    device_choice,
     named_backend,
     seconds_variable,
 )
@@ -46,7 +45,7 @@ from .plan import (
     with_tuning,
 )
 from .resolve import parse_engine_args
-from .selection import Selection
+from .selection import DeviceChoice, NamedBackend, Selection
 
 GIB = 1 << 30
 #: Engine arguments whose values a user gives after `run --`, which no default overrides.
@@ -84,7 +83,7 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
     path, config = run_config.find_and_load(request.config, env, recorder)
     chosen = chosen_plugin(request, config)
     if request.device:
-        found = named_card(request.device, request, chosen)
+        found = named_card(request.device, request, config, chosen)
     else:
         found = detected_cards(request, config)
     manager, selection, main = found.manager, found.selection, found.main
@@ -125,10 +124,10 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
         plan = attrs.evolve(plan, run=run_settings(request, manager, plan, workload))
     if not request.device and selection.indices:
         given = {arg.partition("=")[0] for arg in request.engine_args if arg.startswith("--")}
-        roles = selection.roles if device_choice(request, config).roles else {}
+        roles = selection.roles if found.choice.roles else {}
         engine_cards = EngineCards(plan.backend, selection.indices, roles, frozenset(given))
         plan = attrs.evolve(plan, cards=engine_cards)
-    facts |= card_facts(request, config, selection, plan.backend)
+    facts |= card_facts(found, plan.backend, bool(request.device))
     plan = attrs.evolve(plan, facts=facts)
     # last, so that a plugin that broke in any hook above is among them
     plan = attrs.evolve(plan, warnings=(*manager.problems, *found.problems, *plan.warnings))
@@ -148,9 +147,14 @@ class Cards:
     cards: tuple[Device, ...]
     problems: tuple[str, ...]
     no_gpu: str | None = None
+    #: what the user asked for: the cards (none for a card named with --device) and a backend
+    choice: DeviceChoice = DeviceChoice()
+    backend: NamedBackend | None = None
 
 
-def named_card(gfx: str, request: PlanRequest, chosen: str | None) -> Cards:
+def named_card(
+    gfx: str, request: PlanRequest, config: run_config.RunConfig, chosen: str | None
+) -> Cards:
     """The card ``--device`` names (``gfx``), alone: a card that is not in this PC."""
     manager = PluginManager.discover(request.env)
     archs = architectures(manager, request.recorder)
@@ -158,7 +162,8 @@ def named_card(gfx: str, request: PlanRequest, chosen: str | None) -> Cards:
     assignments, problems = assign(manager, [device], chosen)
     main = assignments[0]
     selection = Selection((0,), {}, "--device")
-    return Cards(manager, selection, main, (), (main.device,), tuple(problems))
+    backend = named_backend(request, config)
+    return Cards(manager, selection, main, (), (main.device,), tuple(problems), backend=backend)
 
 
 def detected_cards(request: PlanRequest, config: run_config.RunConfig) -> Cards:
@@ -182,7 +187,9 @@ def detected_cards(request: PlanRequest, config: run_config.RunConfig) -> Cards:
         a.device for a in detected.assignments if a.device.visible and a.device is not main.device
     )
     cards = tuple(a.device for a in detected.assignments if selection.selects(a.device))
-    return Cards(manager, selection, main, others, cards, problems, no_gpu)
+    return Cards(
+        manager, selection, main, others, cards, problems, no_gpu, detected.choice, detected.backend
+    )
 
 
 def run_facts(
@@ -217,24 +224,23 @@ def run_facts(
     return {"kv": kv_fact, "kv_streaming": stream_fact}, said
 
 
-def card_facts(
-    request: PlanRequest, config: run_config.RunConfig, selection: Selection, backend: str
-) -> dict[str, Resolved]:
-    """The backend and the cards of the plan, with where each came from."""
-    named = named_backend(request, config)
+def card_facts(found: Cards, backend: str, named_device: bool) -> dict[str, Resolved]:
+    """The backend and the cards of the plan, with where each came from (no cards for a card
+    named with --device, which is not in this PC)."""
+    named, choice = found.backend, found.choice
     if named is None:
         backend_fact = Resolved(backend, "builtin", "the backend of the cards the plan is for")
     else:
         backend_fact = Resolved(named.name, named.source, named.where)
-    if request.device:
+    if named_device:
         return {"backend": backend_fact}
-    choice = device_choice(request, config)
     if choice.source == "command line":
         source = "user"
     elif choice.key in ("--gpu", "--gpu-roles"):
         source = engine_facts.ENGINE
     else:
         source = "builtin" if choice.key is None else "config"
+    selection = found.selection
     cards = ",".join(map(str, selection.indices)) or None
     return {"backend": backend_fact, "cards": Resolved(cards, source, selection.reason)}
 
@@ -426,7 +432,8 @@ def runnable_plugin(main: Assignment, chosen: str | None, manager: PluginManager
             )
     if main.plugin is None:
         carried = builds_carry(manager, device)
-        notes = "".join(f"; {note}" for note in [*support_notes(device), *filter(None, [carried])])
+        notes = "".join(f"; {note}" for note in support_notes(device))
+        notes += f"; {carried}" if carried else ""
         raise StrataError(f"{device.name} ({device.gfx}, {device.family}): {main.reason}{notes}")
     return main.plugin
 

@@ -59,6 +59,14 @@ def parse_gpus(text: str) -> tuple[int, ...] | str:
     return values
 
 
+def roles_order(roles: Mapping[int, str]) -> tuple[int, ...]:
+    """The cards that roles name, in run order: the helpers, then the main card."""
+    return (
+        *(i for i, r in roles.items() if r == "helper"),
+        *(i for i, r in roles.items() if r == "main"),
+    )
+
+
 def parse_roles(text: str) -> dict[int, str]:
     roles: dict[int, str] = {}
     for item in text.split(","):
@@ -163,11 +171,8 @@ def choose(
     visible = {a.device.index: a for a in assignments if a.device.index is not None}
     usable = {i: a for i, a in visible.items() if a.usable}
     if choice.roles:
-        order = [i for i, r in choice.roles.items() if r == "helper"]
-        order += [i for i, r in choice.roles.items() if r == "main"]
-        return _explicit(
-            visible, tuple(order), dict(choice.roles), choice.said("--gpu-roles"), numbering
-        )
+        order, said = roles_order(choice.roles), choice.said("--gpu-roles")
+        return _explicit(visible, order, dict(choice.roles), said, numbering)
     if choice.gpu is not None:
         return _explicit(visible, (choice.gpu,), {}, choice.said("--gpu"), numbering)
     if choice.gpus == "all":
