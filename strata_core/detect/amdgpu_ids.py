@@ -45,9 +45,6 @@ class MarketingNames:
     def __len__(self) -> int:
         return len(self._exact)
 
-    def __repr__(self) -> str:
-        return f"MarketingNames({len(self)} rows, {self.skipped} skipped)"
-
     def name_of(self, device_id: int | None, revision: int | None) -> str | None:
         """The name of (device_id, revision); with the revision unknown or not listed, the
         name every row of that device id gives, where they all give one; else None."""

@@ -79,7 +79,7 @@ def read(path: Path) -> CodeObject:
         raise StrataError(f"{path}: cannot read the code object ({exc})") from None
     target = metadata.get("amdhsa.target", "").rsplit("-", 1)[-1]
     abi = globals_.get("strata_abi_version")
-    operations = globals_.get("strata_operations", b"").rstrip(b"\0").decode()
+    operations = text_global(globals_, "strata_operations")
     return CodeObject(
         path=path,
         target=target,
