@@ -7,11 +7,12 @@ bounded.CHILD_ANSWER."""
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import json
+import math
 import os
 import selectors
-import signal
 import subprocess
 import sys
 import threading
@@ -21,9 +22,12 @@ from typing import IO, Any
 
 from . import bounded, stopping
 from .answer_cache import Recorder
+from .process_group import end_group, exited, exited_within, lead_new_group
 
 #: what is kept of what a child says besides its answer: its last line is why it failed
 OUTPUT_TAIL = 1 << 16
+#: how often the pipes' reader looks whether the child has ended
+GROUP_CHECK_S = 0.05
 
 
 class ChildFailed(Exception):
@@ -31,8 +35,9 @@ class ChildFailed(Exception):
 
 
 class ForkedChild:
-    """A forked child as stopping.Child: signalled only until it is reaped (its pid is then
-    free for another process), reaped once whichever thread waits first."""
+    """A forked child that leads its own process group, as stopping.Child: ``kill`` ends the
+    group, and only until the child is reaped (its pid is then free for another process);
+    reaped once, whichever thread waits first, after what is left of its group is ended."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
@@ -42,29 +47,40 @@ class ForkedChild:
     def kill(self) -> None:
         with self._lock:
             if self.status is None:
-                os.kill(self.pid, signal.SIGKILL)
+                end_group(self.pid)
 
     def wait(self, timeout: float | None = None) -> int:
         """Its exit status as subprocess gives it (-N: killed by signal N); where it has not
         ended within ``timeout`` seconds, subprocess.TimeoutExpired."""
-        with self._lock:
-            if self.status is not None:
-                return self.status
-        deadline = None if timeout is None else time.monotonic() + timeout
-        try:  # waited for unreaped, so that kill() never meets a pid that is free
-            while True:
-                polling = os.WNOHANG if deadline is not None else 0
-                if os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT | polling):
-                    break
-                if deadline is not None and time.monotonic() >= deadline:
-                    raise subprocess.TimeoutExpired(f"forked child {self.pid}", timeout or 0)
-                time.sleep(0.01)
-        except ChildProcessError:
-            pass  # the other thread reaped it and sets its status under the lock
+        if not exited_within(self.pid, math.inf if timeout is None else timeout):
+            raise subprocess.TimeoutExpired(f"forked child {self.pid}", timeout or 0)
         with self._lock:
             if self.status is None:
+                end_group(self.pid)
                 self.status = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
             return self.status
+
+
+class SpawnedChild:
+    """A subprocess.Popen child that leads its own process group, as ForkedChild is one."""
+
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        self.popen = popen
+        self.pid = popen.pid
+        self._lock = threading.Lock()
+
+    def kill(self) -> None:
+        with self._lock:
+            if self.popen.returncode is None:
+                end_group(self.pid)
+
+    def wait(self, timeout: float | None = None) -> int:
+        if not exited_within(self.pid, math.inf if timeout is None else timeout):
+            raise subprocess.TimeoutExpired(self.popen.args, timeout or 0)
+        with self._lock:
+            if self.popen.returncode is None:
+                end_group(self.pid)
+            return self.popen.wait()
 
 
 def run_json_module(
@@ -82,9 +98,10 @@ def run_json_module(
         env=dict(env),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        process_group=0,
     )
     assert child.stdout is not None and child.stderr is not None
-    return _answer(child, child.stdout, child.stderr, timeout_s, what, recorder)
+    return _answer(SpawnedChild(child), child.stdout, child.stderr, timeout_s, what, recorder)
 
 
 def run_json_forked(
@@ -105,6 +122,7 @@ def run_json_forked(
     if pid == 0:
         status = 1
         try:
+            lead_new_group()
             os.close(answer_r)
             os.close(output_r)
             os.dup2(output_w, 1)
@@ -120,6 +138,8 @@ def run_json_forked(
             os.write(output_w, f"{type(exc).__name__}: {exc}\n".encode(errors="replace"))
         finally:
             os._exit(status)
+    with contextlib.suppress(OSError):  # as the child does: whichever runs first
+        os.setpgid(pid, pid)
     os.close(answer_w)
     os.close(output_w)
     answer, output = os.fdopen(answer_r, "rb", buffering=0), os.fdopen(output_r, "rb", 0)
@@ -127,7 +147,7 @@ def run_json_forked(
 
 
 def _answer(
-    child: stopping.Child,
+    child: ForkedChild | SpawnedChild,
     answer: IO[bytes],
     output: IO[bytes],
     timeout_s: float,
@@ -140,7 +160,7 @@ def _answer(
     deadline = time.monotonic() + timeout_s
     with stopping.running(child):
         with answer, output:
-            received, said, late = _read(answer, output, deadline)
+            received, said, late = _read(answer, output, deadline, child.pid)
         if late or len(received) > bounded.CHILD_ANSWER.limit:
             child.kill()
         try:  # a child that closed its pipes and goes on is not waited for past the deadline
@@ -167,16 +187,21 @@ def _answer(
     return parsed
 
 
-def _read(answer: IO[bytes], output: IO[bytes], deadline: float) -> tuple[bytes, bytes, bool]:
-    """What a child writes on its two pipes until it closes both; its answer read to one
-    byte past bounded.CHILD_ANSWER, of its other output the last OUTPUT_TAIL bytes; and
-    whether ``deadline`` passed first."""
+def _read(
+    answer: IO[bytes], output: IO[bytes], deadline: float, pid: int
+) -> tuple[bytes, bytes, bool]:
+    """What the child ``pid`` writes on its two pipes until they close (once it has ended,
+    what it started, which may hold them, is ended too); its answer read to one byte past
+    bounded.CHILD_ANSWER, of its other output the last OUTPUT_TAIL bytes; and whether
+    ``deadline`` passed first."""
     received = {answer.fileno(): bytearray(), output.fileno(): bytearray()}
     with selectors.DefaultSelector() as selector:
         for fd in received:
             selector.register(fd, selectors.EVENT_READ)
         while selector.get_map() and (left := deadline - time.monotonic()) > 0:
-            for key, _ in selector.select(left):
+            if exited(pid):
+                end_group(pid)
+            for key, _ in selector.select(min(left, GROUP_CHECK_S)):
                 chunk = os.read(key.fd, bounded.CHUNK)
                 if not chunk:
                     selector.unregister(key.fd)

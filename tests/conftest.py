@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import functools
 import itertools
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -117,34 +119,58 @@ def nvml_stand_in(tmp_path_factory) -> str:
     return str(library)
 
 
+#: the calls of the runtimes a test meets, as the stand-in is built for each: the newest; a
+#: CUDA 11.8 driver's (520, the oldest the PTX takes: no cuLaunchKernelEx); and only those a
+#: plain run needs (a HIP runtime or CUDA driver without graph calls either)
+CALL_SETS = {
+    "newest": (),
+    "cuda-11.8": ("-DSTAND_IN_WITHOUT_LAUNCH_EX",),
+    "plain": ("-DSTAND_IN_WITHOUT_GRAPHS", "-DSTAND_IN_WITHOUT_LAUNCH_EX"),
+}
+
+
 @pytest.fixture(scope="session")
-def emulating_stand_in(tmp_path_factory) -> str:
-    """The stand-in whose launches compute, with the HIP source run on the CPU."""
+def emulating_stand_ins(tmp_path_factory) -> Callable[[str], str]:
+    """The stand-in whose launches compute (the HIP source run on the CPU), built for one of
+    CALL_SETS when a test first asks for it: ``emulating_stand_ins("plain")``."""
     clang = shutil.which("clang-19")
     assert clang, "clang-19 is missing (Debian: apt-get install clang-19)"
     folder = tmp_path_factory.mktemp("hip-emulated")
-    library = folder / "libamdhip64.so.7"
     includes = [f"-I{ROOT / 'native/include'}", f"-I{ROOT / 'native/gpu'}", f"-I{FIXTURES}"]
-    subprocess.run(
-        [clang, "-c", "-fPIC", "-O1", "-DSTAND_IN_EMULATE", str(STAND_IN),
-         "-o", str(folder / "stand_in.o")],
-        check=True,
-    )  # fmt: skip
-    subprocess.run(
-        [clang, "-x", "c++", "-std=c++17", "-c", "-fPIC", "-O1", "-fno-exceptions", "-fno-rtti",
-         *includes, str(FIXTURES / "hip_emulation.cpp"), "-o", str(folder / "emulation.o")],
-        check=True,
-    )  # fmt: skip
-    subprocess.run(
-        [clang, "-c", "-fPIC", "-O1", str(BLAS_STAND_IN), "-o", str(folder / "blas.o")],
-        check=True,
-    )  # fmt: skip
-    subprocess.run(
-        [clang, "-shared", str(folder / "stand_in.o"), str(folder / "emulation.o"),
-         str(folder / "blas.o"), "-o", str(library), "-lstdc++", "-lpthread"],
-        check=True,
-    )  # fmt: skip
-    return str(library)
+
+    def compiled(source: Path, output: str, *flags: str) -> str:
+        subprocess.run(
+            [clang, "-c", "-fPIC", "-O1", *flags, str(source), "-o", str(folder / output)],
+            check=True,
+        )
+        return str(folder / output)
+
+    shared = [
+        compiled(FIXTURES / "hip_emulation.cpp", "emulation.o", "-x", "c++", "-std=c++17",
+                 "-fno-exceptions", "-fno-rtti", *includes),
+        compiled(BLAS_STAND_IN, "blas.o"),
+    ]  # fmt: skip
+
+    @functools.cache
+    def build(calls: str) -> str:
+        stand_in = compiled(
+            STAND_IN, f"stand_in-{calls}.o", "-DSTAND_IN_EMULATE", *CALL_SETS[calls]
+        )
+        library = folder / calls / "libamdhip64.so.7"
+        library.parent.mkdir()
+        subprocess.run(
+            [clang, "-shared", stand_in, *shared, "-o", str(library), "-lstdc++", "-lpthread"],
+            check=True,
+        )
+        return str(library)
+
+    return build
+
+
+@pytest.fixture(scope="session")
+def emulating_stand_in(emulating_stand_ins) -> str:
+    """The emulating stand-in with the newest runtimes' calls."""
+    return emulating_stand_ins("newest")
 
 
 @pytest.fixture

@@ -484,3 +484,27 @@ def test_a_card_is_named_from_the_card_before_the_plugins_list(machine, tmp_path
         "Radeon AI PRO R9700 Creator",
         "Radeon AI PRO R9700 (from libdrm)",
     ]
+
+
+def test_the_claims_are_asked_once_per_target_and_wave_however_many_devices():
+    """The claim hook decides on the target and wave alone (its contract), so 3,000 devices
+    of three architectures are three questions to each plugin, and each device gets its
+    architecture's answer."""
+    from strata_core.api.manager import PluginManager
+    from strata_core.testing import device_for
+
+    manager = PluginManager.discover({})
+    asked: list[tuple[str, int | None]] = []
+    claims = manager.claims
+
+    def counted(device):
+        asked.append((device.gfx, device.wave_size))
+        return claims(device)
+
+    manager.claims = counted
+    kinds = [device_for(target) for target in ("gfx1100", "gfx1201", "gfx906")]
+    devices = [attrs.evolve(kinds[n % 3], index=n) for n in range(3000)]
+    assignments, _ = assign(manager, devices)
+    assert sorted(asked) == sorted({(d.gfx, d.wave_size) for d in devices})
+    assert [a.plugin for a in assignments[:3]] == ["hip_rdna3", "hip_rdna4", "gfx906"]
+    assert [a.plugin for a in assignments] == [a.plugin for a in assignments[:3]] * 1000

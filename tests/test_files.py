@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -187,6 +188,57 @@ def test_eight_writers_without_force_give_one_winner(env, tmp_path):
     winner = strata_core(*PLAN, env=env | {"STRATA_HIP_QUEUE_PRIME": str(winners[0])})
     assert target.read_text() == winner.stdout
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".strata-")] == []
+
+
+def test_two_force_writers_at_once_leave_one_of_their_files_whole(env, tmp_path):
+    """Two `plan --toml --force --output F` started together, round after round: F is always
+    one writer's output, whole (the last rename wins), and no temporary file is left."""
+    target = tmp_path / "strata.toml"
+    outputs = [strata_core(*PLAN, env=env | {"STRATA_HIP_QUEUE_PRIME": str(n)}).stdout
+               for n in range(2)]  # fmt: skip
+    assert outputs[0] != outputs[1]
+    for _ in range(5):
+        writers = [
+            subprocess.Popen(
+                [sys.executable, "-m", "strata_core", *PLAN, "--force", "--output", str(target)],
+                env=env | {"STRATA_HIP_QUEUE_PRIME": str(n)},
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+            for n in range(2)
+        ]
+        assert [w.wait(timeout=300) for w in writers] == [0, 0]
+        for writer in writers:
+            writer.communicate()
+        assert target.read_text() in outputs
+    assert _temporaries(tmp_path) == []
+
+
+def test_a_reader_beside_two_writers_replacing_a_file_sees_only_whole_files(tmp_path):
+    """Two threads replacing one file as fast as they can, each with a file of its own byte:
+    a reader opening it all the while reads one writer's file whole, every time."""
+    target = tmp_path / "table.txt"
+    size = 1 << 20
+    target.write_bytes(b"o" * size)
+    whole = {b"o" * size, b"a" * size, b"b" * size}
+    stop = threading.Event()
+
+    def writer(byte: bytes) -> None:
+        while not stop.is_set():
+            write_atomic(target, byte * size)
+
+    threads = [threading.Thread(target=writer, args=(b,)) for b in (b"a", b"b")]
+    for thread in threads:
+        thread.start()
+    try:
+        seen = {target.read_bytes() for _ in range(300)}
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+    assert seen <= whole
+    assert target.read_bytes() in whole
+    assert _temporaries(tmp_path) == []
 
 
 def test_a_table_that_cannot_be_written_is_on_stdout_whole(env, tmp_path):

@@ -26,6 +26,7 @@ from strata_core.gpu.runtime import Card
 from strata_core.hip.runtime import HipError, HipRuntime
 from strata_core.host import reference
 from strata_core.host.library import HostLibrary
+from strata_core.library_search import lacking_calls, lacks
 from strata_core.plan import profile
 from strata_core.plan.plan import RunSettings
 from strata_core.run import workload
@@ -392,7 +393,8 @@ def test_a_runtime_that_hangs_is_stopped_at_the_time_limit_and_the_host_runs(
     result = strata_core("run", "--json", "--profile", str(TINY), "--sysfs", str(root), env=carried)
     assert (
         "strata-core: the GPU run (HIP runtime libamdhip64.so.7) gave no answer within 3 s "
-        "(STRATA_RUN_TIMEOUT sets the limit); the host backend runs the workload"
+        f"(STRATA_RUN_TIMEOUT sets the limit), stuck in hipGetDeviceCount of {stand_in}; the "
+        "host backend runs the workload"
     ) in result.stderr.splitlines()
     assert json.loads(result.stdout)["backend"] == "host"
 
@@ -420,8 +422,8 @@ def test_a_runtime_that_hangs_at_its_first_call_gets_the_probes_limit(stand_in, 
     result = strata_core("run", "--json", "--profile", str(TINY), "--sysfs", str(root), env=carried)
     assert (
         "strata-core: the GPU run (HIP runtime libamdhip64.so.7) gave no answer within 2 s of "
-        "its first call to the runtime (STRATA_HIP_PROBE_TIMEOUT sets the limit); the host "
-        "backend runs the workload"
+        "its first call to the runtime (STRATA_HIP_PROBE_TIMEOUT sets the limit), stuck in "
+        f"hipGetDeviceCount of {stand_in}; the host backend runs the workload"
     ) in result.stderr.splitlines()
     assert json.loads(result.stdout)["backend"] == "host"
 
@@ -512,8 +514,8 @@ def test_a_library_without_the_optional_calls_names_them_instead_of_raising():
     """cffi says a symbol a library lacks with its own ffi.error, not AttributeError: a driver
     without the graph calls or cuLaunchKernelEx (CUDA 11.8's) is one line naming them."""
     from strata_core.cuda._cuda_ffi import ffi
-    from strata_core.gpu.runtime import missing_calls
     from strata_core.hip._hip_ffi import ffi as hip_ffi
+    from strata_core.library_search import missing_calls
 
     libc = ffi.dlopen("libc.so.6")
     calls = ("cuLaunchKernelEx", "cuStreamBeginCapture_v2")
@@ -522,3 +524,19 @@ def test_a_library_without_the_optional_calls_names_them_instead_of_raising():
     )
     hip = hip_ffi.dlopen("libamdhip64.so.5")  # Debian's HIP runtime has these
     assert missing_calls(hip, hip_ffi, ("hipGetDeviceCount",), "libamdhip64.so.5") is None
+    # libc has none of the driver's calls: the first three are named, and how many more
+    assert lacking_calls(libc, ffi) == (
+        "no cuCtxSetCurrent, cuDeviceGet, cuDeviceGetAttribute and 29 more"
+    )
+
+
+@needs_debian_hip
+def test_a_rocm5_runtime_without_the_r0600_properties_call_is_asked_without_raising():
+    """ROCm 5's runtime has hipGetDeviceProperties and not hipGetDevicePropertiesR0600; the
+    facts of a device are asked of the one it has (Debian's runtime: no device, no facts)."""
+    from strata_core.hip._hip_ffi import ffi
+    from strata_core.hip.binding import device_facts
+
+    runtime = ffi.dlopen("libamdhip64.so.5")
+    assert lacks(runtime, ffi, "hipGetDevicePropertiesR0600")
+    assert device_facts(ffi, runtime, 0)["index"] == 0

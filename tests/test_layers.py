@@ -23,6 +23,7 @@ GROUND = {
     "strata_core.files",
     "strata_core.library_search",
     "strata_core.log",
+    "strata_core.native_calls",
     "strata_core.people",
     "strata_core.q8",
     "strata_core.stopping",

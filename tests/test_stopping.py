@@ -110,3 +110,60 @@ def test_a_stopped_devices_ends_the_hanging_hip_probe(tmp_path, env, stand_in, s
     tree = write_sysfs(tmp_path / "sys", [R9700])
     driver = env | {"STRATA_HIP_LIBRARY": stand_in, "STRATA_HIP_PROBE_TIMEOUT": "600"}
     assert stop_while_probing(tree, driver, signal_name, "--hip") == (status, True)
+
+
+def session_processes(session: int) -> list[int]:
+    """The processes of the session ``session`` that have not ended."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        state, _, _, sid = stat[stat.rindex(")") + 2 :].split()[:4]
+        if int(sid) == session and state not in ("Z", "X"):
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize("fault", ["hang-count", "sync-hang"])
+def test_ctrl_c_at_a_terminal_while_the_runtime_hangs_in_a_run_ends_it_with_130(
+    tmp_path, env, stand_in, fault
+):
+    """A terminal's Ctrl-C reaches every process of the foreground group, the hanging GPU child
+    too (which Python's handler cannot stop inside a native call): the run ends with 130 and
+    leaves none of its processes, whether the runtime hangs at its first call or mid-run."""
+    tree = write_sysfs(tmp_path / "sys", [R9700])
+    said = tmp_path / "hanging"
+    planted = env | {
+        "STRATA_HIP_LIBRARY": stand_in,
+        "STRATA_ROCBLAS_LIBRARY": stand_in,
+        "STRATA_HIP_PROBE_TIMEOUT": "600",
+        "STRATA_RUN_TIMEOUT": "600",
+        "STAND_IN_FAULT": fault,
+        "STAND_IN_HANGING": str(said),
+    }  # fmt: skip
+    command = [sys.executable, "-m", "strata_core", "run", "--sysfs", str(tree)]
+    parent = subprocess.Popen(
+        command, env=planted, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        start_new_session=True, preexec_fn=_interruptible,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not said.exists():
+            assert parent.poll() is None, "the run ended before its runtime hung"
+            assert time.monotonic() < deadline, "no runtime hung within 120 s"
+            time.sleep(0.05)
+        os.killpg(parent.pid, signal.SIGINT)
+        status = parent.wait(timeout=GONE_WITHIN_S)
+        deadline = time.monotonic() + GONE_WITHIN_S
+        while session_processes(parent.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = session_processes(parent.pid)
+    finally:
+        for pid in session_processes(parent.pid):
+            os.kill(pid, signal.SIGKILL)
+        parent.kill()
+        _, stderr = parent.communicate()
+    assert "Traceback" not in stderr
+    assert (status, left) == (130, [])

@@ -7,6 +7,7 @@ target's name."""
 from __future__ import annotations
 
 import enum
+import functools
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -162,6 +163,7 @@ def load_records(path: Path) -> tuple[ArchRecord, ...]:
     return records_from_toml(bounded.read_text(path, bounded.ARCH_DATABASE), str(path))
 
 
+@functools.cache
 def fallback(target: str) -> ArchRecord:
     """The record of a target no installed plugin describes: what the page names of it, and
     nothing else (wave size, matrix cores, instructions and LDS unknown)."""

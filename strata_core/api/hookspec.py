@@ -89,7 +89,9 @@ def strata_claim_device(device: Device) -> Claim | None:
 
     Contract:
     - decide on ``device.gfx`` (the effective target, after HSA_OVERRIDE_GFX_VERSION) and
-      ``device.wave_size``; never on the device's index or PCI address;
+      ``device.wave_size`` alone, never on the device's index, PCI address, name or memory:
+      the hook is asked once per distinct target and wave, and every device of that target
+      and wave gets the answer;
     - a positive score claims the device; an exact target match scores 100, a pattern
       match less. The highest score wins; two plugins at the same highest score are a
       tie that ``STRATA_ARCH_PLUGIN`` (or the run config) must settle;

@@ -23,7 +23,7 @@ from typing import Any
 import attrs
 
 from ..errors import StrataError
-from ..library_search import load_first
+from ..library_search import lacking_calls, load_first
 from ..tuning.dispatch import SolutionRefused
 from ..tuning.kinds import CUBLASLT, HIPBLASLT, Kind
 from ..tuning.tables import DEFAULT
@@ -121,6 +121,9 @@ class LtGemm:
         lib, path, tried = load_first(self.ffi, files)
         if lib is None or path is None:
             raise StrataError(f"no {api.library} found (tried {', '.join(tried)})")
+        lacking = lacking_calls(lib, self.ffi)
+        if lacking:
+            raise StrataError(f"{path} is not a {api.library} strata can use: it has {lacking}")
         self.lib, self.path = lib, path
         self.const = {key: getattr(lib, name) for key, name in api.constants.items()}
         handle = self.ffi.new(f"{api.prefix}Handle_t *")

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import StrataError
-from ..library_search import load_first
+from ..library_search import lacking_calls, load_first
 from ..tuning.dispatch import SolutionRefused
 from ..tuning.kinds import ROCBLAS
 from ..tuning.tables import DEFAULT
@@ -29,6 +29,9 @@ class RocblasGemm:
         lib, path, tried = load_first(ffi, files)
         if lib is None or path is None:
             raise StrataError(f"no rocBLAS found (tried {', '.join(tried)})")
+        lacking = lacking_calls(lib, ffi)
+        if lacking:
+            raise StrataError(f"{path} is not a rocBLAS strata can use: it has {lacking}")
         self.lib, self.path = lib, path
         handle = ffi.new("rocblas_handle *")
         self._check(lib.rocblas_create_handle(handle), "rocblas_create_handle")

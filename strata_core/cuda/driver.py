@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import StrataError
-from ..gpu.runtime import Card, missing_calls
+from ..gpu.runtime import Card
 from ..library_search import candidates as library_candidates
-from ..library_search import load_first
+from ..library_search import lacking_calls, load_first, missing_calls
 
 SONAMES = ("libcuda.so.1",)
 CU_LAUNCH_PARAM_END = 0x00
@@ -23,6 +23,8 @@ GRAPH_CALLS = (
     "cuStreamBeginCapture_v2", "cuStreamEndCapture", "cuGraphInstantiateWithFlags",
     "cuGraphLaunch", "cuGraphExecDestroy", "cuGraphDestroy",
 )  # fmt: skip
+#: the call that lets a launch overlap the kernel before it (CUDA 12.0 and later)
+HANDOVER_CALL = "cuLaunchKernelEx"
 
 
 class CudaError(StrataError):
@@ -83,12 +85,15 @@ class CudaDriver:
         lib, path, tried = open_driver(candidates)
         if lib is None or path is None:
             raise StrataError(f"no CUDA driver found (tried {', '.join(tried)})")
+        lacking = lacking_calls(lib, ffi, (*GRAPH_CALLS, HANDOVER_CALL))
+        if lacking:
+            raise StrataError(f"the CUDA driver {path} has {lacking}, which strata needs")
         self.lib, self.path = lib, path
         self.check(lib.cuInit(0), "cuInit")
         self.context: Any = None
         self.device: int | None = None
         self.graphs_missing = missing_calls(lib, ffi, GRAPH_CALLS, path)
-        self.handover_missing = missing_calls(lib, ffi, ("cuLaunchKernelEx",), path) or (
+        self.handover_missing = missing_calls(lib, ffi, (HANDOVER_CALL,), path) or (
             self._handover_version()
         )
         #: launches overlap the kernel before them (programmatic dependent launch): only

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..library_search import candidates, load_first, unloadable
+from ..library_search import candidates, lacking_calls, load_first, unloadable
 
 SONAMES = ("libnvidia-ml.so.1",)
 VARIABLE = "STRATA_NVML_LIBRARY"
@@ -28,6 +28,9 @@ def query(env: Mapping[str, str]) -> dict[str, Any]:
     if lib is None:
         return {"library": None, "tried": tried, "named": unloadable(env, VARIABLE)}
     answer: dict[str, Any] = {"library": path, "devices": []}
+    lacking = lacking_calls(lib, ffi)
+    if lacking:
+        return answer | {"error": f"not an NVML strata can use: it has {lacking}"}
 
     def failed(call: str, status: int) -> dict[str, Any]:
         return answer | {"error": f"{call}: {error_text(ffi, lib, status)}"}

@@ -4,7 +4,6 @@ launcher (strata_core.gpu.library.GpuKernels) drives either through these calls.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -20,22 +19,6 @@ class Card:
     name: str
     gfx: str
     wave_size: int | None
-
-
-def missing_calls(lib: Any, ffi: Any, calls: Sequence[str], path: str) -> str | None:
-    """What the library ``lib`` (loaded from ``path`` through ``ffi``) lacks of ``calls``, as
-    a reason, or None when it has them all. cffi says a symbol the library lacks with its own
-    ``ffi.error``, which hasattr lets through."""
-
-    def lacks(call: str) -> bool:
-        try:
-            getattr(lib, call)
-        except (AttributeError, ffi.error):
-            return True
-        return False
-
-    missing = [call for call in calls if lacks(call)]
-    return f"{path} has no {', '.join(missing)}" if missing else None
 
 
 class GpuRuntime(Protocol):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..library_search import candidates, load_first
+from ..library_search import candidates, lacks, load_first
 
 SONAMES = ("libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5")
 HIP_SUCCESS = 0
@@ -53,11 +53,9 @@ def device_facts(ffi: Any, lib: Any, index: int) -> dict[str, Any]:
         device["warp_size"] = value[0]
     props = ffi.new("char[]", PROPS_BUFFER_BYTES)
     for symbol, offset in GCN_ARCH_NAME_OFFSETS:
-        try:
-            get_properties = getattr(lib, symbol)
-        except AttributeError:
+        if lacks(lib, ffi, symbol):  # ROCm 5 has no R0600 call
             continue
-        if get_properties(props, index) == HIP_SUCCESS:
+        if getattr(lib, symbol)(props, index) == HIP_SUCCESS:
             device["gcn_arch_name"] = ffi.string(props + offset).decode(errors="replace")
             break
     return device

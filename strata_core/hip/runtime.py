@@ -9,8 +9,15 @@ from typing import Any
 import numpy as np
 
 from ..errors import StrataError
-from ..gpu.runtime import Card, missing_calls
-from .binding import HIP_ERROR_NO_DEVICE, HIP_SUCCESS, device_facts, open_runtime
+from ..gpu.runtime import Card
+from ..library_search import lacking_calls, missing_calls
+from .binding import (
+    GCN_ARCH_NAME_OFFSETS,
+    HIP_ERROR_NO_DEVICE,
+    HIP_SUCCESS,
+    device_facts,
+    open_runtime,
+)
 
 HIP_LAUNCH_PARAM_END = 0x03
 #: the calls a stream's capture into a graph takes
@@ -35,6 +42,10 @@ class HipRuntime:
         lib, path, tried = open_runtime(candidates)
         if lib is None or path is None:
             raise StrataError(f"no HIP runtime found (tried {', '.join(tried)})")
+        properties = tuple(symbol for symbol, _ in GCN_ARCH_NAME_OFFSETS)
+        lacking = lacking_calls(lib, ffi, (*GRAPH_CALLS, *properties))
+        if lacking:
+            raise StrataError(f"the HIP runtime {path} has {lacking}, which strata needs")
         self.lib, self.path = lib, path
         self.graphs_missing = missing_calls(lib, self.ffi, GRAPH_CALLS, path)
         self.handover_missing: str | None = "HIP has no programmatic dependent launch"

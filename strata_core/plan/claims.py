@@ -42,9 +42,13 @@ def assign(
             f"(active: {', '.join(manager.active())})"
         )
     result = []
+    # a claim is decided on the target and wave alone (the hook's contract): asked once each
+    asked: dict[tuple[str, int | None], tuple[tuple[str, Claim], ...]] = {}
     for device in devices:
-        claims = tuple(manager.claims(device))
-        result.append(_resolve(manager, device, claims, chosen, problems))
+        key = (device.gfx, device.wave_size)
+        if key not in asked:
+            asked[key] = tuple(manager.claims(device))
+        result.append(_resolve(manager, device, asked[key], chosen, problems))
     return result, problems
 
 

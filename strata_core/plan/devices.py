@@ -70,20 +70,35 @@ def merge_reports(reports: Sequence[DeviceReport]) -> list[dict[str, Any]]:
     as trusted). KFD order comes first."""
     merged = []
     for group in group_reports(reports):
-        kernel_first = sorted(group, key=lambda r: _runtime_trust(r.source))
         runtime_first = sorted(group, key=lambda r: -_runtime_trust(r.source))
         facts: dict[str, Any] = {"seen_by": tuple(dict.fromkeys(r.source for r in group))}
-        for field in FIELDS:
-            trusted = kernel_first if field in KERNEL_FIRST else runtime_first
-            facts[field] = next(
-                (value for r in trusted if (value := getattr(r, field)) is not None), None
-            )
+        facts |= _trusted_facts(group, runtime_first)
         if facts["integrated"] is not None:
             facts["integrated_evidence"] = next(
                 r.integrated_evidence for r in runtime_first if r.integrated is not None
             )
         merged.append(facts)
     return merged
+
+
+def _trusted_facts(
+    group: Sequence[DeviceReport], runtime_first: Sequence[DeviceReport]
+) -> dict[str, Any]:
+    """Each fact of FIELDS from the most trusted report of ``group`` that knows it."""
+    if len(group) == 1:
+        return {field: getattr(group[0], field) for field in FIELDS}
+    kernel_first = sorted(group, key=lambda r: _runtime_trust(r.source))
+    return {
+        field: next(
+            (
+                value
+                for r in (kernel_first if field in KERNEL_FIRST else runtime_first)
+                if (value := getattr(r, field)) is not None
+            ),
+            None,
+        )
+        for field in FIELDS
+    }
 
 
 def group_reports(reports: Sequence[DeviceReport]) -> list[list[DeviceReport]]:

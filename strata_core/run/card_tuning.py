@@ -24,9 +24,10 @@ import numpy as np
 
 from ..blas.gemm import BlasGemm, GemmShape
 from ..gpu.library import GpuKernels
+from ..native_calls import mark_calls_in
 from ..tuning.calibrate import Case, Runner
 from .gpu_backend import GpuCard, HalfGemm
-from .gpu_job import ANSWER, CONTACT, JOB
+from .gpu_job import ANSWER, CALLING, CONTACT, JOB
 from .workload import close_to
 
 #: launches a timing takes, and bytes the read kernel holds them behind (on an H200, 1 GiB
@@ -185,4 +186,5 @@ def run(folder: Path) -> dict[str, Any]:
 
 if __name__ == "__main__":
     where = Path(sys.argv[1])
+    mark_calls_in(where / CALLING)
     (where / ANSWER).write_text(json.dumps(run(where)))

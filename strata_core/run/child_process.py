@@ -14,15 +14,18 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from ..bounded import CHILD_ANSWER, read_bytes
 from ..errors import NoGpuRun, StrataError
+from ..native_calls import call_in
 from ..plan.plan import RunSettings
+from ..process_group import POLL_S, end_group, exited
 from ..tuning.dispatch import say
-from .gpu_job import ANSWER, CONTACT, JOB
+from .gpu_job import ANSWER, CALLING, CONTACT, JOB
 from .held_signals import HeldSignals
 
 #: a warning of the child's own Python, as the warnings module shows it:
@@ -64,23 +67,28 @@ def _run_child(
     where: Path,
     progress: Callable[[str], None] | None,
 ) -> tuple[int, str | None, str]:
-    """Run the child in ``where``; its exit status, the limit it ran past (None if none), and
-    the last line of its stderr. The child never outlives this call."""
+    """Run the child in ``where``, in a process group of its own; its exit status, the limit
+    it ran past (None if none), and the last line of its stderr. Neither the child nor
+    anything it started outlives this call."""
     (where / JOB).write_bytes(pickle.dumps(job))
-    done = threading.Event()
+    stop = threading.Event()
     late: list[str] = []
     contact = min(settings.contact_timeout_s, settings.timeout_s)
 
     def watch() -> None:
-        if done.wait(contact):
-            return
-        if contact < settings.timeout_s and not (where / CONTACT).exists():
-            late.append("contact")
-        elif done.wait(settings.timeout_s - contact):
-            return
-        else:
-            late.append("run")
-        child.kill()
+        """Until the child ends, its limit passes or ``stop`` is set; then its group ends
+        (whatever it started, which may hold its pipes, with it)."""
+        start = time.monotonic()
+        while not exited(child.pid) and not stop.is_set():
+            took = time.monotonic() - start
+            if took >= contact and contact < settings.timeout_s and not (where / CONTACT).exists():
+                late.append("contact")
+                break
+            if took >= settings.timeout_s:
+                late.append("run")
+                break
+            time.sleep(POLL_S)
+        end_group(child.pid)
 
     with open(where / "stderr", "w+") as stderr:
         with HeldSignals() as held:
@@ -90,20 +98,24 @@ def _run_child(
                 stdout=subprocess.PIPE,
                 stderr=stderr,
                 text=True,
+                process_group=0,
             )
+        watcher = threading.Thread(target=watch, daemon=True)
         try:
             held.deliver()
-            threading.Thread(target=watch, daemon=True).start()
+            watcher.start()
             assert child.stdout is not None
             for line in child.stdout:
                 if progress is not None:
                     progress(line.rstrip("\n"))
-            status = child.wait()
+            watcher.join()
         finally:
-            done.set()
-            if child.poll() is None:
-                child.kill()
-                child.wait()
+            stop.set()
+            if watcher.ident is None:
+                end_group(child.pid)
+            else:
+                watcher.join()
+            status = child.wait()
         stderr.seek(0)
         last = last_words(stderr.read())
     return status, late[0] if late else None, last
@@ -126,18 +138,21 @@ def last_words(stderr: str) -> str:
 def _answer(
     what: str, settings: RunSettings, where: Path, status: int, late: str | None, last: str
 ) -> Iterator[tuple[dict[str, Any], Path]]:
+    call = call_in(where / CALLING)
+    stuck = f", stuck in {call}" if call else ""
     if late == "contact":
         raise NoGpuRun(
             f"{what} gave no answer within {settings.contact_timeout_s:g} s of its first call "
-            "to the runtime (STRATA_HIP_PROBE_TIMEOUT sets the limit)"
+            f"to the runtime (STRATA_HIP_PROBE_TIMEOUT sets the limit){stuck}"
         )
     if late == "run":
         raise NoGpuRun(
             f"{what} gave no answer within {settings.timeout_s:g} s "
-            "(STRATA_RUN_TIMEOUT sets the limit)"
+            f"(STRATA_RUN_TIMEOUT sets the limit){stuck}"
         )
     if status < 0:
-        raise NoGpuRun(f"{what} died of {signal.Signals(-status).name}")
+        inside = f" in {call}" if call else ""
+        raise NoGpuRun(f"{what} died of {signal.Signals(-status).name}{inside}")
     if status != 0:
         raise NoGpuRun(f"{what} failed (exit status {status}: {last})")
     if not (where / ANSWER).is_file():

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
-from .gpu_job import ANSWER, CONTACT, JOB, RESULTS, GpuJob, flatten
+from ..native_calls import mark_calls_in
+from .gpu_job import ANSWER, CALLING, CONTACT, JOB, RESULTS, GpuJob, flatten
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -132,4 +133,5 @@ def run(folder: Path) -> dict[str, Any]:
 
 if __name__ == "__main__":
     where = Path(sys.argv[1])
+    mark_calls_in(where / CALLING)
     (where / ANSWER).write_text(json.dumps(run(where)))

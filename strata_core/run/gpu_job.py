@@ -18,6 +18,8 @@ from .gpu_backend import GpuCard
 JOB, RESULTS, ANSWER = "job.pickle", "results.npz", "answer.json"
 #: left in FOLDER once the runtime answered its first calls (the card is open)
 CONTACT = "contact"
+#: where the child marks the native call it is in (strata_core.native_calls)
+CALLING = "calling"
 
 
 @attrs.frozen
