@@ -25,6 +25,7 @@ GROUND = {
     "strata_core.log",
     "strata_core.native_calls",
     "strata_core.people",
+    "strata_core.process_group",
     "strata_core.q8",
     "strata_core.stopping",
     "strata_core.streams",
