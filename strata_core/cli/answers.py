@@ -23,8 +23,8 @@ if TYPE_CHECKING:  # records of commands whose modules `plan` and `devices` do n
     from ..run import GpuFacts, HostFacts, KernelReports, RunOutcome, StepReport
     from ..run.workload import KernelReport
     from ..tuning.lookup import TuningDecision
+    from ..tuning.table_check import TableCheck
     from .env_facts import EnvReport
-    from .table import TableCheck
 
 #: the version of every --json answer's layout (docs/json.md); a change that removes or
 #: renames a key, or changes its meaning, raises it

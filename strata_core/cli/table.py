@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-
-import attrs
 
 from .. import people
 from ..answer_cache import Recorder
-from ..tuning.tables import Table, TableError, lookup_note, read
+from ..tuning.table_check import check, tables_in
+from ..tuning.tables import lookup_note
 from .options import logging_options
 
 
@@ -27,35 +26,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     logging_options(check, argparse.SUPPRESS)
     check.add_argument("files", nargs="+", type=Path, metavar="FILE")
     check.add_argument("--json", action="store_true", help="answer in JSON")
-
-
-@attrs.frozen
-class TableCheck:
-    """A table checked: the table read, or None with the problems that refused it."""
-
-    path: Path
-    table: Table | None
-    problems: tuple[str, ...] = ()
-
-    @property
-    def ok(self) -> bool:
-        return self.table is not None
-
-
-def tables_in(path: Path) -> Iterator[Path]:
-    """The path itself, or a folder's ``*.txt`` files in name order."""
-    if path.is_dir():
-        yield from sorted(p for p in path.iterdir() if p.suffix == ".txt" and not p.is_dir())
-    else:
-        yield path
-
-
-def check(path: Path) -> TableCheck:
-    """The table at ``path`` read, or the problems that refused it."""
-    try:
-        return TableCheck(path, read(path))
-    except TableError as error:
-        return TableCheck(path, None, tuple(error.problems))
 
 
 def run(args: argparse.Namespace, env: Mapping[str, str], recorder: Recorder | None = None) -> int:

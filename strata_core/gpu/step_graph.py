@@ -9,16 +9,30 @@ from __future__ import annotations
 import contextlib
 import statistics
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import attrs
 import numpy as np
 
 from .. import archdb
 from ..errors import StrataError
+from .code_object import CodeObject
+from .runtime import GpuRuntime
 
-if TYPE_CHECKING:
-    from .library import GpuKernels
+
+class StepLauncher(Protocol):
+    """What a step is recorded and timed on: strata_core.gpu.library.GpuKernels."""
+
+    runtime: GpuRuntime
+    code: CodeObject
+    stream: Any
+
+    def launch_timed(
+        self, launches: Sequence[Callable[[], None]], downloads: list[tuple[np.ndarray, Any]]
+    ) -> float:
+        """Queue ``launches`` between two events; the seconds between them."""
+        ...
+
 
 #: timed runs of a step each way (medians)
 STEP_REPEATS = 20
@@ -34,7 +48,7 @@ class RecordedStep:
     there for the next (the router's ids for the expert step) and for the check; an output
     handed to a later operation is read where it lies on the card."""
 
-    def __init__(self, kernels: GpuKernels) -> None:
+    def __init__(self, kernels: StepLauncher) -> None:
         self.kernels = kernels
         self.launches: list[Callable[[], None]] = []
         self.outputs: list[tuple[np.ndarray, Any]] = []
@@ -131,7 +145,7 @@ def time_step(step: RecordedStep, repeats: int = STEP_REPEATS) -> StepTimes:
     return StepTimes(launches, queued, replayed, None, handed, None)
 
 
-def _handover_missing(kernels: GpuKernels) -> str | None:
+def _handover_missing(kernels: StepLauncher) -> str | None:
     """Why the step's launches cannot overlap the kernel before them, or None."""
     target = kernels.code.target
     capability = archdb.compute_capability(target) or 0
@@ -174,7 +188,7 @@ def _replayed(step: RecordedStep, made: tuple[Any, Any], repeats: int, what: str
     return seconds
 
 
-def _capture(kernels: GpuKernels, launches: Sequence[Callable[[], None]]) -> Any:
+def _capture(kernels: StepLauncher, launches: Sequence[Callable[[], None]]) -> Any:
     """The graph of ``launches`` captured from the kernels' stream. Where a launch fails in
     it (or anything stops it), the capture is ended, what it made destroyed, and the first
     failure raised."""
