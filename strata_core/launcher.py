@@ -9,9 +9,8 @@ import sys
 from collections.abc import Sequence
 
 from . import answer_cache
+from .commands import COMMANDS
 from .streams import GuardedStdout, OutputFailed, Tee
-
-CACHEABLE = ("plan", "devices")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -49,7 +48,8 @@ def _answer(argv: list[str]) -> int:
         return 0
     env = dict(os.environ)
     answer_cache.forget_warnings()
-    cacheable = argv[:1] and argv[0] in CACHEABLE and "--output" not in argv
+    named = COMMANDS.get(argv[0]) if argv else None
+    cacheable = named is not None and named.cached and "--output" not in argv
     if cacheable:
         entry = answer_cache.lookup(argv, env)
         if entry is not None:

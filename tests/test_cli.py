@@ -274,3 +274,23 @@ def test_capital_v_is_the_version_and_help_is_a_command(env):
     assert run("-q", "help", "table", env=env).stdout == run("table", "--help", env=env).stdout
     wrong = run("help", "plna", env=env, check=False)
     assert wrong.returncode == 2 and wrong.stderr.endswith("; did you mean plan?\n")
+
+
+def test_every_command_record_that_runs_has_its_module_type_checked():
+    """strata_core.commands holds the commands; cli/__init__.py's RUNNING, which the type
+    checker holds to CommandModule, names the module of each that runs (help runs as
+    --help), and nothing else."""
+    import ast
+    from pathlib import Path
+
+    import strata_core.cli
+    from strata_core.commands import COMMANDS
+
+    tree = ast.parse(Path(strata_core.cli.__file__).read_text())
+    running = next(
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "RUNNING"
+    )
+    assert isinstance(running, ast.Tuple)
+    assert sorted(name.id for name in running.elts) == sorted(set(COMMANDS) - {"help"})

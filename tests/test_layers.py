@@ -18,6 +18,7 @@ GROUND = {
     "strata_core.archdb",
     "strata_core.bounded",
     "strata_core.child",
+    "strata_core.commands",
     "strata_core.digits",
     "strata_core.errors",
     "strata_core.files",

@@ -1,6 +1,7 @@
 """The commands of `strata-core`, one module each (cli/NAME.py): parse, call the pipeline,
-render. cli/main.py holds the table of commands and runs one; the options several commands
-share are in cli/options.py, the grammar of a command line in cli/usage.py."""
+render. Each is a record of strata_core.commands; cli/main.py builds the parser from them and
+runs one; the options several commands share are in cli/options.py, the grammar of a command
+line in cli/usage.py."""
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on a command's path
 if TYPE_CHECKING:
@@ -11,7 +12,7 @@ if TYPE_CHECKING:
     from ..answer_cache import Recorder
     from . import devices, env, plan, plugins, run, table, tune
 
-    class Command(Protocol):
+    class CommandModule(Protocol):
         """A command's module: its options, and its run (the exit status). It may also have
         ``ignored_options(args)``: the options given that would be ignored in silence."""
 
@@ -27,5 +28,6 @@ if TYPE_CHECKING:
             """Run the command line ``args`` in ``env``; ``recorder`` reads the inputs of a
             cacheable answer. The exit status; StrataError for a user's error."""
 
-    #: every command that runs holds to Command (help runs as --help: cli/help.py)
-    RUNNING: tuple[Command, ...] = (devices, env, plan, plugins, run, table, tune)
+    #: the type checker's proof that the module of every command record that runs holds to
+    #: CommandModule (help runs as --help: cli/help.py); test_cli checks it names them all
+    RUNNING: tuple[CommandModule, ...] = (devices, env, plan, plugins, run, table, tune)

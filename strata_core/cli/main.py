@@ -12,6 +12,7 @@ import sys
 from collections.abc import Collection, Sequence
 
 from .. import __version__, log
+from ..commands import COMMANDS
 from ..errors import StrataError
 from ..stopping import ended_when_stopped
 from .help import as_help_option
@@ -29,74 +30,11 @@ from .usage import (
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on a command's path
 if TYPE_CHECKING:
     from ..answer_cache import Recorder
-    from . import Command
+    from . import CommandModule
 
-#: each command's one-line help, its description and examples (`strata-core COMMAND --help`)
-COMMANDS = {
-    "plugins": (
-        "list the architecture plugins",
-        "Each architecture plugin: its distribution, version, API version, targets and status\n"
-        "(and why), then each GPU plugin's code objects and the compiler that built them.",
-        "strata-core plugins\n  strata-core plugins --check --json",
-    ),
-    "devices": (
-        "list the GPUs (AMD and NVIDIA) and who runs each",
-        "The GPUs of this PC: AMD cards by HIP number, NVIDIA cards by CUDA ordinal, each with\n"
-        "its target, family, VRAM, support status and the plugin that runs it; * marks the\n"
-        "cards a run uses.",
-        "strata-core devices\n  strata-core devices --gpus 1,0 --json",
-    ),
-    "env": (
-        "what a report of a run needs: versions, drivers, devices, variables",
-        "Everything a bug report needs in one command: strata and its plugins, Python, the OS,\n"
-        "the CPU, numpy and its BLAS, ROCm, the GPU drivers and runtimes, the BLAS libraries,\n"
-        "the devices, the variables that change a plan and the run config.",
-        "strata-core env > report.txt",
-    ),
-    "plan": (
-        "show what would run and why; changes nothing",
-        "What would run on the main card (or a card named with --device) and why: the switches\n"
-        "strata sets, with their reasons (-v: every switch, the engine's built-ins too), the\n"
-        "engine arguments, kernels, tuning tables, package and start lines. With -- ENGINE ARGS:\n"
-        "the plan `run -- ENGINE ARGS` follows (the engine's --kv, --kv-resident, --gpu and\n"
-        "--backend are facts of the run).",
-        "strata-core plan\n  strata-core plan --device gfx1201 --kv int8 --pack IQ3_S\n"
-        "  strata-core plan --json -- build-hip/strata --serve --kv int8 --gpu 1\n"
-        "  strata-core plan --explain STRATA_HIP_WMMA\n"
-        "  strata-core plan --toml --output strata.toml",
-    ),
-    "run": (
-        "run the workload on this PC's backend, or start the engine: run -- ENGINE ARGS",
-        "Without --: plan, then run a workload of decode and prompt steps on the plan's\n"
-        "backend and check every result. With -- ENGINE ARGS...: become the engine, with the\n"
-        "plan's environment and arguments (the backend and the chosen cards among them); with\n"
-        "nothing after --, the run config's exe starts.",
-        "strata-core run\n  strata-core run --gpus 1,0 -- build-hip/strata --serve",
-    ),
-    "tune": (
-        "calibrate the card's prompt GEMM library (the host backend's where no card runs) "
-        "and write a table",
-        "Calibrate the prompt GEMM library of the card (or the host backend) and write a\n"
-        "tuning table; with --switches, measure the calibratable switches instead.",
-        "strata-core tune\n  strata-core tune --host --tokens 256,512\n"
-        "  strata-core tune --switches --dry-run",
-    ),
-    "table": (
-        "tuning tables",
-        "Tuning tables: `table check` validates them by the lookup's rules.",
-        "strata-core table check ~/.local/share/strata/tuning/*.txt",
-    ),
-    "help": (
-        "show the help of strata-core, or of one command (its --help)",
-        "The help of strata-core, or of COMMAND (the same as strata-core COMMAND --help).",
-        "strata-core help\n  strata-core help plan",
-    ),
-}
-
-
-def command(name: str) -> Command:
+def command(name: str) -> CommandModule:
     """The module of command ``name`` (cli/NAME.py), imported when it is first needed."""
-    module: Command = importlib.import_module(f".{name}", __package__)
+    module: CommandModule = importlib.import_module(f".{name}", __package__)
     return module
 
 
@@ -115,16 +53,16 @@ def _parser(only: Collection[str] = COMMANDS) -> argparse.ArgumentParser:
     parser.add_argument("-V", "--version", action="version", version=f"{PROG} {__version__}")
     logging_options(parser, False)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, (short, description, examples) in COMMANDS.items():
+    for name, record in COMMANDS.items():
         if name not in only:
-            commands.add_parser(name, help=short)
+            commands.add_parser(name, help=record.summary)
             continue
         usage = f"{PROG} run [options] [-- ENGINE ARGS...]" if name == "run" else None
         sub = commands.add_parser(
             name,
-            help=short,
-            description=description,
-            epilog=f"examples:\n  {examples}",
+            help=record.summary,
+            description=record.description,
+            epilog=f"examples:\n  {record.examples}",
             usage=usage,
         )
         logging_options(sub, argparse.SUPPRESS)
