@@ -111,6 +111,16 @@ def extra_for(target: str) -> tuple[str, str] | None:
     return (extra, distribution) if distribution else None
 
 
+#: the vendors as a message names them
+VENDOR_NAMES = {"amd": "AMD", "nvidia": "NVIDIA"}
+
+
+def vendor_of(target: str) -> str:
+    """The vendor whose cards a target names: ``nvidia`` for an NVIDIA compute capability
+    (sm_90), ``amd`` otherwise."""
+    return "nvidia" if target.startswith(NVIDIA_PREFIX) else "amd"
+
+
 def compute_capability(target: str) -> int | None:
     """sm_90 -> 90; None for a target that names no NVIDIA compute capability."""
     digits = target.removeprefix(NVIDIA_PREFIX)

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
-from ..archdb import compute_capability
+from ..archdb import VENDOR_NAMES, vendor_of
 from .arch import ArchRecord, load_records
 from .hookspec import hookimpl
 from .kernels import hip_choices
@@ -62,8 +62,13 @@ class ArchPlugin:
         targets = self.carried_targets
         if not targets:
             return Claim.refuse(f"names no target: {self._no_targets()}")
-        if device.vendor == "nvidia" and all(compute_capability(t) is None for t in targets):
-            return Claim.refuse(f"carries code for AMD GPUs; {device.name} is an NVIDIA card")
+        vendors = {vendor_of(t) for t in targets}
+        if device.vendor in VENDOR_NAMES and device.vendor not in vendors:
+            carried = " and ".join(VENDOR_NAMES[v] for v in sorted(vendors))
+            return Claim.refuse(
+                f"carries code for {carried} GPUs; {device.name} is an "
+                f"{VENDOR_NAMES[device.vendor]} card"
+            )
         if device.wave_size is not None and device.wave_size != self.wave_size:
             return Claim.refuse(
                 f"is a wave{self.wave_size} build for {', '.join(targets)}; "

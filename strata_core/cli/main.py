@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ..answer_cache import Recorder
     from . import CommandModule
 
+
 def command(name: str) -> CommandModule:
     """The module of command ``name`` (cli/NAME.py), imported when it is first needed."""
     module: CommandModule = importlib.import_module(f".{name}", __package__)

@@ -10,6 +10,7 @@ from .. import log, people
 from ..api.manager import PluginRecord, PluginStatus
 from ..api.records import KernelLibrary
 from ..api.switches import Switch
+from ..gpu.backends import numbering_of, of_vendor
 from ..plan.plan import Plan
 from ..plan.selection import Selection
 
@@ -84,7 +85,8 @@ def pci_texts(addresses: Sequence[str | None]) -> list[str]:
 def family_cell(row: Mapping[str, Any]) -> str:
     """The family column: an AMD card's family; an NVIDIA card's vendor alone (its compute
     capability is its target and its status)."""
-    return "NVIDIA" if row["vendor"] == "nvidia" else str(row["family"])
+    backend = of_vendor(row["vendor"])
+    return backend.family_column if backend and backend.family_column else str(row["family"])
 
 
 def devices_text(
@@ -150,7 +152,7 @@ def plan_heading(plan: Plan) -> str:
     if d.vendor == "cpu":
         return f"plan for {d.name} (the host's CPU, no GPU) on {on}"
     kind = "integrated" if d.integrated else "discrete"
-    numbering = "CUDA" if d.vendor == "nvidia" else "HIP"
+    numbering = numbering_of(d.vendor)
     where = "" if d.index is None else f"{numbering} {d.index}: "
     return f"plan for {where}{d.name} ({d.gfx}, {d.family}, {kind}) on {on}"
 

@@ -192,12 +192,13 @@ def progress_line(line: str) -> None:
 
 def card_plan(args: argparse.Namespace, env: Mapping[str, str]) -> Plan | None:
     """The plan of a run on this PC's card, or None where the host backend runs."""
+    from ..gpu.backends import BACKENDS
     from ..plan.detection import PlanRequest
     from ..plan.pipeline import make_plan
 
     request = PlanRequest(env=env, sysfs=args.sysfs, profile=args.profile, for_run=True)
     plan = make_plan(request).plan
-    return None if plan.backend == "host" else plan
+    return plan if plan.backend in BACKENDS else None
 
 
 def tune_card(

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import StrataError
+from ..gpu.code_object import CodeObject
 from ..gpu.runtime import Card
 from ..library_search import candidates as library_candidates
 from ..library_search import lacking_calls, load_first, missing_calls
@@ -119,6 +120,11 @@ class CudaDriver:
         version = self.ffi.new("int *")
         self.check(self.lib.cuDriverGetVersion(version), "cuDriverGetVersion")
         return int(version[0])
+
+    def code_refusal(self, code: CodeObject) -> str | None:
+        from ..gpu.ptx import driver_refusal
+
+        return driver_refusal(code, self.version(), self.path)
 
     def device_count(self) -> int:
         count = self.ffi.new("int *")

@@ -22,6 +22,8 @@ class GpuBackend:
 
     name: str
     vendor: str
+    #: how its cards are counted and named in messages ("HIP 0", "CUDA 1")
+    numbering: str
     #: what a message calls its runtime
     runtime_name: str
     #: the GpuRuntime class, built from the candidate libraries
@@ -31,6 +33,19 @@ class GpuBackend:
     #: the suffix of its code objects, and their reader
     code_suffix: str
     read_code: str
+    #: the libraries of its prompt GEMMs, whose versions and tables a plan decides on
+    blas_libraries: tuple[str, ...]
+    #: whether the page's engine packages and pictures are built for it (AMD_HIP.md's
+    #: packages are HIP builds)
+    packaged: bool
+    #: whether a plugin describes each target of its cards (strata_arch_records), where
+    #: the target's name says all (an NVIDIA card is its compute capability)
+    described_targets: bool
+    #: what the `devices` table's family column shows of its cards: the vendor alone (the
+    #: target says the rest), or None: each card's family
+    family_column: str | None
+    #: what a Linux run on cards of two families needs, where it needs more than one of them
+    linux_family_split: str | None
 
 
 BACKENDS = {
@@ -39,20 +54,34 @@ BACKENDS = {
         GpuBackend(
             name="hip",
             vendor="amd",
+            numbering="HIP",
             runtime_name="HIP runtime",
             runtime="strata_core.hip.runtime:HipRuntime",
             candidates="strata_core.hip.binding:candidate_paths",
             code_suffix=".hsaco",
             read_code="strata_core.gpu.code_object:read",
+            blas_libraries=("hipblaslt", "rocblas"),
+            packaged=True,
+            described_targets=True,
+            family_column=None,
+            # AMD_HIP.md, "Install with setup": "Cards of two families (for example gfx1100
+            # and gfx1201) need a system ROCm 7, because AMD's wheels hold one family"
+            linux_family_split="a system ROCm 7: AMD's wheels hold one family",
         ),
         GpuBackend(
             name="cuda",
             vendor="nvidia",
+            numbering="CUDA",
             runtime_name="CUDA driver",
             runtime="strata_core.cuda.driver:CudaDriver",
             candidates="strata_core.cuda.driver:candidate_paths",
             code_suffix=".ptx",
             read_code="strata_core.gpu.ptx:read",
+            blas_libraries=("cublaslt",),
+            packaged=False,
+            described_targets=False,
+            family_column="NVIDIA",
+            linux_family_split=None,
         ),
     )
 }
@@ -63,10 +92,27 @@ def _load(where: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
+#: the order in which the backends are tried for a PC's cards: the first with a card a plugin
+#: runs is the backend (AMD_HIP.md: "Setup picks --backend hip by itself on a PC with no
+#: NVIDIA card Strata can use"); a PC with none counts in the last one's numbers
+CHOICE_ORDER = ("cuda", "hip")
+
+
+def of_vendor(vendor: str) -> GpuBackend | None:
+    """The GPU backend that runs a device of ``vendor``; None for the CPU."""
+    return next((b for b in BACKENDS.values() if b.vendor == vendor), None)
+
+
 def backend_for(vendor: str) -> str | None:
-    """The GPU backend that runs a device of ``vendor`` (AMD_HIP.md: "Setup picks --backend
-    hip by itself on a PC with no NVIDIA card Strata can use"); None for the CPU."""
-    return next((b.name for b in BACKENDS.values() if b.vendor == vendor), None)
+    """The name of the GPU backend that runs a device of ``vendor``; None for the CPU."""
+    backend = of_vendor(vendor)
+    return backend.name if backend else None
+
+
+def numbering_of(vendor: str) -> str:
+    """How a device of ``vendor`` is counted in messages (a CPU as the last backend tried)."""
+    backend = of_vendor(vendor) or BACKENDS[CHOICE_ORDER[-1]]
+    return backend.numbering
 
 
 def load_runtime(backend: str, candidates: Sequence[str]) -> GpuRuntime:

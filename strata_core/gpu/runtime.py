@@ -9,6 +9,8 @@ from typing import Any, Protocol
 import attrs
 import numpy as np
 
+from .code_object import CodeObject
+
 
 @attrs.frozen
 class Card:
@@ -50,6 +52,10 @@ class GpuRuntime(Protocol):
     def destroy_event(self, event: Any) -> None: ...
     def record(self, event: Any, stream: Any) -> None: ...
     def elapsed_s(self, start: Any, stop: Any) -> float: ...
+    def code_refusal(self, code: CodeObject) -> str | None:
+        """Why this runtime cannot load ``code`` (a CUDA driver older than its PTX), in one
+        line, before any load; None where it can."""
+        ...
 
     #: why the runtime cannot capture a stream's launches as a graph (its library lacks the
     #: calls), or None where it can

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import StrataError
+from ..gpu.code_object import CodeObject
 from ..gpu.runtime import Card
 from ..library_search import lacking_calls, missing_calls
 from .binding import (
@@ -55,6 +56,10 @@ class HipRuntime:
         if status != HIP_SUCCESS:
             name = self.ffi.string(self.lib.hipGetErrorName(status)).decode(errors="replace")
             raise HipError(f"{call} failed: {name} ({status}) in {self.path}")
+
+    def code_refusal(self, code: CodeObject) -> None:
+        """None: the HIP runtime loads any code object built for the card's target."""
+        return None
 
     def device_count(self) -> int:
         count = self.ffi.new("int *")

@@ -117,19 +117,18 @@ def builds_carry(manager: PluginManager, device: Device) -> str | None:
     """What the installed builds of the device's vendor carry code for, where none carries
     the device's target (AMD_HIP.md: "A binary carried to another card stops with the card's
     name, its architecture and the build's list"); None where one does."""
-    nvidia = device.vendor == "nvidia"
     carried = sorted(
         {
             target
             for r in manager.records.values()
             if r.status is PluginStatus.ACTIVE and not r.builtin
             for target in r.targets
-            if (archdb.compute_capability(target) is not None) == nvidia
+            if archdb.vendor_of(target) == device.vendor
         },
         key=lambda target: (len(target), target),  # gfx906 before gfx1030
     )
     if not carried:
-        return f"no {'NVIDIA' if nvidia else 'AMD'} GPU build is installed"
+        return f"no {archdb.VENDOR_NAMES.get(device.vendor, device.vendor)} GPU build is installed"
     if device.gfx in carried:
         return None
     return f"the installed builds carry {', '.join(carried)}, not {device.gfx}"

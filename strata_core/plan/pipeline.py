@@ -20,6 +20,7 @@ from ..api.manager import PluginManager
 from ..api.records import Device, RunContext, Workload
 from ..api.switches import Resolved
 from ..errors import StrataError
+from ..gpu.backends import BACKENDS, numbering_of
 from ..host.plugin import host_device
 from . import config as run_config
 from . import engine_facts, packages, profile
@@ -107,7 +108,7 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
     )
     if split:
         plan = attrs.evolve(plan, package=None, warnings=(*plan.warnings, split))
-    if plan.backend in ("hip", "cuda"):
+    if plan.backend in BACKENDS:
         from ..tuning.lookup import data_dir, search_dirs
 
         dirs = search_dirs(config.exe, env, ()) + [Path(d) for d in config.tuning.dirs]
@@ -284,7 +285,7 @@ def refuse_unsupported(
     card that no plugin runs is refused, naming it, its family and the installed builds'
     targets ("A binary carried to another card stops with the card's name, its architecture
     and the build's list"); so is a split of a wave64 and a wave32 card, which no build runs."""
-    numbering = "CUDA" if selection.vendor == "nvidia" else "HIP"
+    numbering = numbering_of(selection.vendor)
     for a in assignments:
         if selection.selects(a.device) and not a.usable:
             d = a.device
@@ -365,16 +366,17 @@ def library_versions(request: PlanRequest, plan: Plan) -> dict[str, Any]:
     }
     values = {n: r.value for n, r in plan.switches.items()}
     arch = plan.device.arch
-    hip, cuda = plan.backend == "hip", plan.backend == "cuda"
+    backend = BACKENDS.get(plan.backend)
+    libraries = backend.blas_libraries if backend else ()
     needed = {
-        "hipblaslt": hip
+        "hipblaslt": "hipblaslt" in libraries
         and (values["STRATA_HIPBLASLT_TABLE"] == "on" or values["STRATA_HIPBLASLT_TUNING"]),
-        "rocblas": hip
+        "rocblas": "rocblas" in libraries
         and (
             (arch is not None and arch.table_library == ROCBLAS)
             or values["STRATA_ROCBLAS_TUNING"] is not None
         ),
-        "cublaslt": cuda
+        "cublaslt": "cublaslt" in libraries
         and (
             values.get("STRATA_CUBLASLT_TABLE") == "on"
             or values.get("STRATA_CUBLASLT_TUNING") is not None

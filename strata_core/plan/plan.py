@@ -3,7 +3,7 @@ engine arguments, the package, and the start lines. Building it changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -14,7 +14,7 @@ from ..api.manager import PluginManager
 from ..api.records import Device, KernelChoice, KernelLibrary, RunContext, Workload
 from ..api.switches import Default, Resolved, Switch
 from ..archdb import SupportStatus
-from ..gpu.backends import backend_for
+from ..gpu.backends import BACKENDS, backend_for
 from . import packages
 from .core_switches import CONTROL_VARIABLES, page_variables, undeclared_note
 from .pictures import PictureReader, picture_reader
@@ -261,7 +261,8 @@ def build_plan(
     warnings += problems
     warnings += _undeclared(manager, user, config_env, switches, config_name, plugin)
     package, pictures = None, None
-    if backend == "hip":
+    gpu = BACKENDS.get(backend)
+    if gpu is not None and gpu.packaged:
         pictures = picture_reader(device, context.os, context.vision)
         package = packages.package_for(device.gfx, context.os)
         if package is None and packages.opted_in(device.gfx, context.os, user):
@@ -348,15 +349,14 @@ def with_tuning(
     folders = [*dirs, *manager.tuning_dirs(plan.plugin, plan.device)]
     gfx, switches = plan.device.gfx, plan.switches
     arch = plan.device.arch or fallback(gfx)
-    if plan.backend == "cuda":
-        decisions = {
-            "cublaslt": decide_cublaslt(gfx, switches, versions["cublaslt"], folders, recorder)
-        }
-    else:
-        decisions = {
-            "hipblaslt": decide_hipblaslt(arch, switches, versions["hipblaslt"], folders, recorder),
-            "rocblas": decide_rocblas(arch, switches, versions["rocblas"], folders, recorder),
-        }
+    decide: dict[str, Callable[[], TuningDecision]] = {
+        "hipblaslt": lambda: decide_hipblaslt(
+            arch, switches, versions["hipblaslt"], folders, recorder
+        ),
+        "rocblas": lambda: decide_rocblas(arch, switches, versions["rocblas"], folders, recorder),
+        "cublaslt": lambda: decide_cublaslt(gfx, switches, versions["cublaslt"], folders, recorder),
+    }
+    decisions = {library: decide[library]() for library in BACKENDS[plan.backend].blas_libraries}
     return attrs.evolve(
         plan,
         tuning=decisions,

@@ -9,7 +9,7 @@ import attrs
 from ..api.records import Device
 from ..digits import is_digits
 from ..errors import StrataError
-from ..gpu.backends import BACKENDS
+from ..gpu.backends import BACKENDS, CHOICE_ORDER, numbering_of, of_vendor
 from .claims import Assignment
 
 ROLES = ("main", "helper")
@@ -111,8 +111,10 @@ def backend_vendor(assignments: Sequence[Assignment], named: NamedBackend | None
                 "runs with an installed plugin"
             )
         return vendor
-    nvidia = any(a.usable and a.device.vendor == "nvidia" for a in assignments)
-    return "nvidia" if nvidia else "amd"
+    for name in CHOICE_ORDER:
+        if any(a.usable and a.device.vendor == BACKENDS[name].vendor for a in assignments):
+            return BACKENDS[name].vendor
+    return BACKENDS[CHOICE_ORDER[-1]].vendor
 
 
 def choose_backend(
@@ -129,18 +131,16 @@ def choose_backend(
     question (plan/packages.split_refusal). A backend the user ``named`` is the backend, and
     the cards count in its numbers."""
     vendor = backend_vendor(assignments, named)
-    numbering = "CUDA" if vendor == "nvidia" else "HIP"
+    numbering = numbering_of(vendor)
     selection = choose([a for a in assignments if a.device.vendor == vendor], choice, numbering)
     unused = tuple(
-        f"{a.device.name} ({a.device.gfx}) is not used: the "
-        f"{'CUDA' if vendor == 'nvidia' else 'HIP'} backend runs, and mixed AMD/NVIDIA runs "
-        "are not supported"
+        f"{a.device.name} ({a.device.gfx}) is not used: the {numbering} backend runs, and "
+        "mixed AMD/NVIDIA runs are not supported"
         for a in assignments
         if a.device.vendor != vendor and a.usable
     )
-    other = "HIP" if vendor == "nvidia" else "CUDA"
     passed_over = tuple(
-        f"{other} {a.device.index} ({a.device.gfx}) passed over: {a.reason}"
+        f"{numbering_of(a.device.vendor)} {a.device.index} ({a.device.gfx}) passed over: {a.reason}"
         for a in assignments
         if a.device.vendor != vendor and a.device.visible and not a.usable
     )
@@ -151,16 +151,15 @@ def choose_backend(
             if a.device.vendor == vendor and a.device.index in selection.indices
         }
     )
-    rocm = (
-        (
-            f"cards of two families ({', '.join(families)}) need a system ROCm 7: "
-            "AMD's wheels hold one family",
-        )
-        if vendor == "amd" and os_name == "linux" and len(families) > 1
+    backend = of_vendor(vendor)
+    split = backend.linux_family_split if backend else None
+    families_note = (
+        (f"cards of two families ({', '.join(families)}) need {split}",)
+        if split and os_name == "linux" and len(families) > 1
         else ()
     )
     return attrs.evolve(
-        selection, notes=selection.notes + rocm + unused + passed_over, vendor=vendor
+        selection, notes=selection.notes + families_note + unused + passed_over, vendor=vendor
     )
 
 

@@ -138,12 +138,7 @@ def open_gpu(card: GpuCard, hold_bytes: int = 0) -> OpenedGpu:
         raise NoGpuRun(f"{what} reports {count} device(s), none at index {index}")
     gpu = runtime.card(index)
     code = start_check(plugin, library, gpu)
-    if backend == "cuda":  # an older driver refuses the PTX: say so before a load
-        from ..cuda.driver import CudaDriver
-        from ..gpu.ptx import driver_refusal
-
-        assert isinstance(runtime, CudaDriver)
-        refusal = driver_refusal(code, runtime.version(), runtime.path)
-        if refusal:
-            raise StrataError(refusal)
+    refusal = runtime.code_refusal(code)
+    if refusal:
+        raise StrataError(refusal)
     return OpenedGpu(GpuKernels(runtime, code, gpu, hold_bytes=hold_bytes), gpu, runtime.path)

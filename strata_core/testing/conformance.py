@@ -16,6 +16,7 @@ from ..api.records import Claim, Device, RunContext, Workload
 from ..api.switches import Switch
 from ..api.vocabulary import NATIVE_PACKS, OS_NAMES
 from ..errors import StrataError
+from ..gpu.backends import of_vendor
 from ..plan.devices import device_for
 from ..plan.plan import CORE, declarations
 
@@ -82,7 +83,8 @@ class _Checker:
         if self.manager.records[self.name].api_version == 1:
             return
         for device in self._covered(targets):
-            if device.vendor == "nvidia":
+            backend = of_vendor(device.vendor)
+            if backend is not None and not backend.described_targets:
                 continue
             if device.arch is None or device.arch.described_by != self.name:
                 yield (
