@@ -23,8 +23,9 @@ from strata_core.testing.sysfs import R9700, write_nvidia_gpu, write_sysfs
 TINY = Path(__file__).parent / "fixtures" / "profiles" / "tiny.toml"
 HOST_RUNS = "; the host backend runs the workload"
 
-#: fault: (the environment that plants it (a limit of 3 s where it hangs), the line said with {lib} the stand-in's path and
-#: {run} "the GPU run (RUNTIME NAME)", whether the run goes on on the host)
+#: fault: (the environment that plants it (a limit of 3 s where it hangs), the line said with
+#: {lib} the stand-in's path and {run} "the GPU run (RUNTIME NAME)", whether the run goes on
+#: on the host)
 CUDA_FAULTS = {
     "context crash": (
         {"STAND_IN_FAULT": "context-crash"},
@@ -85,8 +86,19 @@ CUDA_FAULTS = {
 }
 
 
-def _said(result) -> list[str]:
-    return [line.removeprefix("strata-core: ") for line in result.stderr.splitlines()]
+def run_said(root: Path, carried: dict[str, str], line: str, host_runs: bool) -> None:
+    """`run --json` on ``root`` says ``line`` and no traceback, and goes on on the host (exit
+    status 0) or stops (2) as ``host_runs`` says."""
+    result = strata_core("run", "--json", "--profile", str(TINY), "--sysfs", str(root),
+                         env=carried, check=False)  # fmt: skip
+    said = [said.removeprefix("strata-core: ") for said in result.stderr.splitlines()]
+    assert line in said, result.stderr
+    assert "Traceback" not in result.stderr and "ffi.error" not in result.stderr
+    if host_runs:
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["backend"] == "host"
+    else:
+        assert result.returncode == 2
 
 
 @pytest.mark.parametrize("calls", CALL_SETS)
@@ -98,17 +110,9 @@ def test_each_cuda_fault_is_said_as_itself_on_each_drivers_calls(
     planted, line, host_runs = CUDA_FAULTS[fault]
     planted = {name: value.format(nvml=nvml_stand_in) for name, value in planted.items()}
     root = write_nvidia_gpu(tmp_path / "sys", "0000:41:00.0")
-    carried = with_driver(env, lib, **planted)
-    result = strata_core("run", "--json", "--profile", str(TINY), "--sysfs", str(root),
-                         env=carried, check=False)  # fmt: skip
     run = "the GPU run (CUDA driver libamdhip64.so.7)"
-    assert line.format(lib=lib, run=run, nvml=nvml_stand_in) in _said(result), result.stderr
-    assert "Traceback" not in result.stderr and "ffi.error" not in result.stderr
-    if host_runs:
-        assert result.returncode == 0, result.stderr
-        assert json.loads(result.stdout)["backend"] == "host"
-    else:
-        assert result.returncode == 2
+    said = line.format(lib=lib, run=run, nvml=nvml_stand_in)
+    run_said(root, with_driver(env, lib, **planted), said, host_runs)
 
 
 #: the HIP runtime's faults, as CUDA_FAULTS (the card an R9700, whose prompt GEMM is rocBLAS's)
@@ -163,16 +167,8 @@ def test_each_hip_fault_is_said_as_itself_with_or_without_graph_calls(
         "STRATA_HIPBLASLT_LIBRARY": lib,
         "STRATA_ROCBLAS_LIBRARY": lib,
     }  # fmt: skip
-    result = strata_core("run", "--json", "--profile", str(TINY), "--sysfs", str(root),
-                         env=carried, check=False)  # fmt: skip
     run = "the GPU run (HIP runtime libamdhip64.so.7)"
-    assert line.format(lib=lib, run=run) in _said(result), result.stderr
-    assert "Traceback" not in result.stderr and "ffi.error" not in result.stderr
-    if host_runs:
-        assert result.returncode == 0, result.stderr
-        assert json.loads(result.stdout)["backend"] == "host"
-    else:
-        assert result.returncode == 2
+    run_said(root, carried, line.format(lib=lib, run=run), host_runs)
 
 
 @pytest.mark.parametrize(
@@ -251,8 +247,10 @@ def test_a_runtime_that_leaves_a_helper_process_neither_blocks_the_run_nor_outli
     }  # fmt: skip
     command = [sys.executable, "-m", "strata_core", "run", "--json", "--profile", str(TINY),
                "--sysfs", str(root)]  # fmt: skip
-    parent = subprocess.Popen(command, env=planted, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+    parent = subprocess.Popen(
+        command, env=planted, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
     try:
         out, err = parent.communicate(timeout=GONE_WITHIN_S * 4)
         left = session_processes(parent.pid)
