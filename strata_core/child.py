@@ -49,6 +49,12 @@ class ForkedChild:
             if self.status is None:
                 end_group(self.pid)
 
+    def end_group_if_exited(self) -> None:
+        """Where the child has ended (and is not reaped yet), end what is left of its group."""
+        with self._lock:
+            if self.status is None and exited(self.pid):
+                end_group(self.pid)
+
     def wait(self, timeout: float | None = None) -> int:
         """Its exit status as subprocess gives it (-N: killed by signal N); where it has not
         ended within ``timeout`` seconds, subprocess.TimeoutExpired."""
@@ -74,6 +80,11 @@ class SpawnedChild:
             if self.popen.returncode is None:
                 end_group(self.pid)
 
+    def end_group_if_exited(self) -> None:
+        with self._lock:
+            if self.popen.returncode is None and exited(self.pid):
+                end_group(self.pid)
+
     def wait(self, timeout: float | None = None) -> int:
         if not exited_within(self.pid, math.inf if timeout is None else timeout):
             raise subprocess.TimeoutExpired(self.popen.args, timeout or 0)
@@ -96,6 +107,7 @@ def run_json_module(
     child = subprocess.Popen(
         [sys.executable, "-m", module, *args],
         env=dict(env),
+        stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         process_group=0,
@@ -123,6 +135,7 @@ def run_json_forked(
         status = 1
         try:
             lead_new_group()
+            os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # in a group of its own: no terminal
             os.close(answer_r)
             os.close(output_r)
             os.dup2(output_w, 1)
@@ -160,7 +173,7 @@ def _answer(
     deadline = time.monotonic() + timeout_s
     with stopping.running(child):
         with answer, output:
-            received, said, late = _read(answer, output, deadline, child.pid)
+            received, said, late = _read(answer, output, deadline, child)
         if late or len(received) > bounded.CHILD_ANSWER.limit:
             child.kill()
         try:  # a child that closed its pipes and goes on is not waited for past the deadline
@@ -188,10 +201,10 @@ def _answer(
 
 
 def _read(
-    answer: IO[bytes], output: IO[bytes], deadline: float, pid: int
+    answer: IO[bytes], output: IO[bytes], deadline: float, child: ForkedChild | SpawnedChild
 ) -> tuple[bytes, bytes, bool]:
-    """What the child ``pid`` writes on its two pipes until they close (once it has ended,
-    what it started, which may hold them, is ended too); its answer read to one byte past
+    """What ``child`` writes on its two pipes until they close (once it has ended, what it
+    started, which may hold them, is ended too); its answer read to one byte past
     bounded.CHILD_ANSWER, of its other output the last OUTPUT_TAIL bytes; and whether
     ``deadline`` passed first."""
     received = {answer.fileno(): bytearray(), output.fileno(): bytearray()}
@@ -199,8 +212,7 @@ def _read(
         for fd in received:
             selector.register(fd, selectors.EVENT_READ)
         while selector.get_map() and (left := deadline - time.monotonic()) > 0:
-            if exited(pid):
-                end_group(pid)
+            child.end_group_if_exited()
             for key, _ in selector.select(min(left, GROUP_CHECK_S)):
                 chunk = os.read(key.fd, bounded.CHUNK)
                 if not chunk:

@@ -47,7 +47,7 @@ def load_first(ffi: Any, names: Sequence[str]) -> tuple[Any, str | None, list[st
     tried: list[str] = []
     for name in names:
         try:
-            return traced(ffi.dlopen(name), name), name, tried
+            return traced(ffi, ffi.dlopen(name), name), name, tried
         except OSError:
             tried.append(name)
     return None, None, tried
@@ -71,9 +71,10 @@ def missing_calls(lib: Any, ffi: Any, calls: Sequence[str], path: str) -> str | 
 
 
 def lacking_calls(lib: Any, ffi: Any, optional: Sequence[str] = ()) -> str | None:
-    """What ``lib`` lacks of the functions its binding declares, those in ``optional`` left
-    out (strata uses them only where they are there), as "no A, B, C and N more"; None when
-    it has them all."""
+    """What ``lib`` lacks of the functions its binding declares (of the names the binding
+    declares, those the library cannot resolve: its constants always resolve), those in
+    ``optional`` left out (strata uses them only where they are there), as "no A, B, C and N
+    more"; None when it has them all."""
     missing = [name for name in dir(lib) if name not in optional and lacks(lib, ffi, name)]
     if not missing:
         return None

@@ -39,25 +39,25 @@ def call_in(path: Path) -> str | None:
     return said.decode(errors="replace") or None
 
 
-def traced(lib: Any, path: str) -> Any:
-    """``lib`` (a cffi library loaded from ``path``) with its calls marked, where this
-    process marks them; else ``lib`` itself."""
-    return lib if _page is None else _MarkedLibrary(lib, path, _page)
+def traced(ffi: Any, lib: Any, path: str) -> Any:
+    """``lib`` (a cffi library loaded from ``path`` through ``ffi``) with its calls marked,
+    where this process marks them; else ``lib`` itself."""
+    return lib if _page is None else _MarkedLibrary(ffi, lib, path, _page)
 
 
 class _MarkedLibrary:
     """A cffi library whose functions mark their call in the page while they run; its
     constants and a missing symbol's error are the library's own."""
 
-    def __init__(self, lib: Any, path: str, page: mmap.mmap) -> None:
-        self._lib, self._path, self._page = lib, path, page
+    def __init__(self, ffi: Any, lib: Any, path: str, page: mmap.mmap) -> None:
+        self._ffi, self._lib, self._path, self._page = ffi, lib, path, page
 
     def __dir__(self) -> list[str]:
         return dir(self._lib)
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._lib, name)
-        if callable(value):
+        if isinstance(value, self._ffi.CData) and self._ffi.typeof(value).kind == "function":
             value = _marked(value, f"{name} of {self._path}", self._page)
         setattr(self, name, value)
         return value

@@ -130,9 +130,10 @@ def session_processes(session: int) -> list[int]:
 def test_ctrl_c_at_a_terminal_while_the_runtime_hangs_in_a_run_ends_it_with_130(
     tmp_path, env, stand_in, fault
 ):
-    """A terminal's Ctrl-C reaches every process of the foreground group, the hanging GPU child
-    too (which Python's handler cannot stop inside a native call): the run ends with 130 and
-    leaves none of its processes, whether the runtime hangs at its first call or mid-run."""
+    """A terminal's Ctrl-C reaches the foreground group: the command, which ends its children
+    (each in a group of its own, a hanging one inside a native call too): the run ends with
+    130 and leaves none of its processes, whether the runtime hangs at its first call or
+    mid-run."""
     tree = write_sysfs(tmp_path / "sys", [R9700])
     said = tmp_path / "hanging"
     planted = env | {

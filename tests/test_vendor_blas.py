@@ -5,6 +5,8 @@ the default), a GPU run that takes a table and counts refusals, and `strata-core
 card writing a table that the next plan takes."""
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +16,7 @@ from cli_runner import strata_core
 from strata_core.blas.gemm import GemmShape
 from strata_core.blas.open import open_blas
 from strata_core.cuda.driver import CudaDriver
+from strata_core.errors import StrataError
 from strata_core.hip.runtime import HipRuntime
 from strata_core.testing.sysfs import (
     MI50,
@@ -108,6 +111,26 @@ def test_rocblas_runs_a_listed_solution_index_and_refuses_another(stand_in, path
         _product(blas, runtime, solution, dtype)
     with pytest.raises(SolutionRefused, match="rocblas_status_invalid_value"):
         _product(blas, runtime, "99", dtype)
+    blas.close()
+
+
+def test_a_rocblas_without_the_listing_call_runs_its_default_and_tune_says_why_not(
+    stand_in, tmp_path
+):
+    """rocblas_gemm_ex_get_solutions is a beta API that only tune uses: without it the
+    default GEMM runs, and listing the solutions is one line naming the call."""
+    library = tmp_path / "librocblas.so.5"
+    fixtures = Path(__file__).parent / "fixtures"
+    subprocess.run(
+        [shutil.which("cc") or "gcc", "-shared", "-fPIC", "-DSTAND_IN_WITHOUT_LISTING",
+         "-o", str(library), str(fixtures / "hip_stand_in.c"), str(fixtures / "blas_stand_in.c")],
+        check=True,
+    )  # fmt: skip
+    runtime = HipRuntime([stand_in])
+    blas = open_blas("rocblas-f16", [str(library)], runtime)
+    _product(blas, runtime, DEFAULT, np.float16)
+    with pytest.raises(StrataError, match=rf"{library} has no rocblas_gemm_ex_get_solutions$"):
+        blas.solutions(SHAPE)
     blas.close()
 
 

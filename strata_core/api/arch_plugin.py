@@ -66,8 +66,8 @@ class ArchPlugin:
         if device.vendor in VENDOR_NAMES and device.vendor not in vendors:
             carried = " and ".join(VENDOR_NAMES[v] for v in sorted(vendors))
             return Claim.refuse(
-                f"carries code for {carried} GPUs; {device.name} is an "
-                f"{VENDOR_NAMES[device.vendor]} card"
+                f"carries code for {carried} GPUs; {device.gfx} is an "
+                f"{VENDOR_NAMES[device.vendor]} target"
             )
         if device.wave_size is not None and device.wave_size != self.wave_size:
             return Claim.refuse(

@@ -11,11 +11,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import StrataError
-from ..library_search import lacking_calls, load_first
+from ..library_search import lacking_calls, load_first, missing_calls
 from ..tuning.dispatch import SolutionRefused
 from ..tuning.kinds import ROCBLAS
 from ..tuning.tables import DEFAULT
 from .gemm import GemmShape
+
+
+#: the call that lists a problem's solutions, a beta API of rocBLAS that only tuning uses
+LISTING = "rocblas_gemm_ex_get_solutions"
 
 
 class RocblasGemm:
@@ -29,9 +33,11 @@ class RocblasGemm:
         lib, path, tried = load_first(ffi, files)
         if lib is None or path is None:
             raise StrataError(f"no rocBLAS found (tried {', '.join(tried)})")
-        lacking = lacking_calls(lib, ffi)
+        lacking = lacking_calls(lib, ffi, (LISTING,))
         if lacking:
             raise StrataError(f"{path} is not a rocBLAS strata can use: it has {lacking}")
+        #: why the solutions cannot be listed (tune lists them; a run needs none), or None
+        self.listing_missing = missing_calls(lib, ffi, (LISTING,), path)
         self.lib, self.path = lib, path
         handle = ffi.new("rocblas_handle *")
         self._check(lib.rocblas_create_handle(handle), "rocblas_create_handle")
@@ -64,6 +70,8 @@ class RocblasGemm:
         )  # fmt: skip
 
     def solutions(self, shape: GemmShape) -> list[str]:
+        if self.listing_missing:
+            raise StrataError(f"cannot list rocBLAS's solutions: {self.listing_missing}")
         if shape not in self._listed:
             lib, ffi = self.lib, self.ffi
             arguments = self._arguments(shape, 0, 0, 0)

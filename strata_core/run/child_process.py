@@ -95,6 +95,7 @@ def _run_child(
             child = subprocess.Popen(
                 [sys.executable, "-m", module, str(where)],
                 env=dict(settings.child_env),
+                stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=stderr,
                 text=True,
