@@ -9,10 +9,17 @@ import numpy as np
 
 from ..errors import StrataError
 from ..q8 import check_expert_shapes, check_matvec_shapes
+from ._host_ffi import ffi as kernel_abi
 from .loading import LIBRARY, load
 
-TOPK_VARIANTS = {"auto": 0, "register": 1, "wide": 2, "old": 3}
-ROUTER_VARIANTS = {"fast": 0, "portable": 1}
+#: each variant's code, as strata_kernels.h defines it (STRATA_TOPK_REGISTER, ...)
+TOPK_VARIANTS = {
+    name: kernel_abi.integer_const(f"STRATA_TOPK_{name.upper()}")
+    for name in ("auto", "register", "wide", "old")
+}
+ROUTER_VARIANTS = {
+    name: kernel_abi.integer_const(f"STRATA_ROUTER_{name.upper()}") for name in ("fast", "portable")
+}
 
 
 def _check(status: int, what: str) -> None:
