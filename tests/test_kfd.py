@@ -6,6 +6,7 @@ import pytest
 from strata_core.answer_cache import Recorder
 from strata_core.api.records import DetectionContext
 from strata_core.detect import kfd
+from strata_core.detect.recording import RecordingContext
 from strata_core.testing.sysfs import (
     GIB,
     MI50,
@@ -286,7 +287,7 @@ def test_the_table_is_read_once_a_walk_through_the_recorder(tmp_path):
     root = write_sysfs(tmp_path, [RX_7900_XTX, attrs.evolve(RX_7900_XTX, pci=(0x87, 0, 0))])
     recorder = Counting()
     found = kfd.strata_detect_devices(
-        DetectionContext(sysfs=root, amdgpu_ids=AMDGPU_IDS, recorder=recorder)
+        RecordingContext(sysfs=root, amdgpu_ids=AMDGPU_IDS, recorder=recorder)
     )
     assert [r.pci for r in found.reports] == ["0000:86:00.0", "0000:87:00.0"]
     assert reads.count(str(AMDGPU_IDS)) == 1
@@ -314,7 +315,7 @@ def test_cpu_cores_on_a_gpu_node_mark_an_apu_whatever_the_drm_files_say(tmp_path
 
 def walk_fixture(name: str) -> kfd.Detection:
     return kfd.strata_detect_devices(
-        DetectionContext(sysfs=FIXTURES / name, amdgpu_ids=AMDGPU_IDS, recorder=Recorder())
+        DetectionContext(sysfs=FIXTURES / name, amdgpu_ids=AMDGPU_IDS)
     )
 
 

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import attrs
 
-from ..answer_cache import Recorder
 from .arch import ArchRecord
 
 
@@ -24,8 +23,6 @@ class DetectionContext:
     #: libdrm's table of marketing names by PCI device id and revision (``amdgpu.ids``);
     #: None: no such table is read
     amdgpu_ids: Path | None = None
-    #: reads the files a detector depends on, for the answer cache
-    recorder: Recorder = attrs.field(factory=Recorder, eq=False, repr=False)
 
 
 @attrs.frozen

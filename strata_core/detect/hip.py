@@ -8,6 +8,7 @@ from ..api.hookspec import hookimpl
 from ..api.records import Detection, DetectionContext, DeviceReport
 from ..people import counted
 from .hardware import amd_gpu
+from .recording import recorder_of
 from .visibility import is_runtime_variable
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
@@ -26,7 +27,7 @@ strata_api_version = 2
 def strata_detect_devices(context: DetectionContext) -> Detection | None:
     if not context.hip_probe:
         return None
-    evidence = amd_gpu(context.sysfs, context.recorder)
+    evidence = amd_gpu(context.sysfs, recorder_of(context))
     if evidence is None:
         log.debug(
             f"HIP runtime not asked: no KFD GPU node and no AMD PCI display function under "
@@ -42,7 +43,7 @@ def run_probe(context: DetectionContext) -> Detection:
     from .. import library_search
     from ..child import ChildFailed, child_environment, run_json_module
 
-    library_search.record(context.env, "STRATA_HIP_LIBRARY", context.recorder)
+    library_search.record(context.env, "STRATA_HIP_LIBRARY", recorder_of(context))
     env = child_environment(context.env, _owned)
     try:
         answer = run_json_module(
@@ -50,7 +51,7 @@ def run_probe(context: DetectionContext) -> Detection:
             env,
             context.hip_timeout_s,
             "HIP runtime probe",
-            context.recorder,
+            recorder_of(context),
         )
     except ChildFailed as failed:
         problem = str(failed)

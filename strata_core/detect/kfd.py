@@ -20,6 +20,7 @@ from ..bounded import SYSFS_ATTRIBUTE
 from ..digits import is_digits
 from .amdgpu_ids import MarketingNames, read_names
 from .hardware import AMD_VENDOR, function_of
+from .recording import recorder_of
 
 strata_api_version = 2
 
@@ -37,7 +38,7 @@ MAX_LINE_PROBLEMS = 3
 
 @hookimpl
 def strata_detect_devices(context: DetectionContext) -> Detection:
-    return walk(context.sysfs, context.recorder, context.amdgpu_ids)
+    return walk(context.sysfs, recorder_of(context), context.amdgpu_ids)
 
 
 def walk(

@@ -15,6 +15,7 @@ from ..api.records import Detection, DetectionContext, DeviceReport
 from ..people import counted
 from .hardware import NVIDIA_VENDOR, display_functions, nvidia_gpu
 from .nvml_facts import check_card, memory_size, place_unaddressed
+from .recording import recorder_of
 from .visibility import cuda_visible_devices
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
@@ -28,7 +29,7 @@ strata_api_version = 2
 def strata_detect_devices(context: DetectionContext) -> Detection | None:
     if not context.cuda_probe:
         return None
-    evidence = nvidia_gpu(context.sysfs, context.recorder)
+    evidence = nvidia_gpu(context.sysfs, recorder_of(context))
     if evidence is None:
         log.debug(
             f"NVML not asked: no NVIDIA PCI display function under {context.sysfs}",
@@ -44,18 +45,18 @@ def run_probe(context: DetectionContext) -> Detection:
     from ..child import ChildFailed, run_json_forked
     from ..cuda import nvml
 
-    library_search.record(context.env, nvml.VARIABLE, context.recorder)
+    library_search.record(context.env, nvml.VARIABLE, recorder_of(context))
     from ..cuda import _nvml_ffi  # noqa: F401 - imported here, not in the fork
 
     try:
         answer = run_json_forked(
-            nvml.query, context.env, context.hip_timeout_s, "NVML probe", context.recorder
+            nvml.query, context.env, context.hip_timeout_s, "NVML probe", recorder_of(context)
         )
     except ChildFailed as failed:
         problem = str(failed)
         hint = " (STRATA_HIP_PROBE_TIMEOUT sets the limit)" if "no answer" in problem else ""
         return Detection(problems=(f"{problem}; NVIDIA cards are known by PCI only{hint}",))
-    functions, _ = display_functions(context.sysfs, context.recorder)
+    functions, _ = display_functions(context.sysfs, recorder_of(context))
     nvidia = [address for address, vendor in functions if vendor == NVIDIA_VENDOR]
     return interpret(answer, context.env, nvidia)
 

@@ -11,13 +11,14 @@ from ..answer_cache import Recorder
 from ..api.hookspec import hookimpl
 from ..api.records import Detection, DetectionContext, DeviceReport
 from .hardware import NVIDIA_VENDOR, display_functions
+from .recording import recorder_of
 
 strata_api_version = 2
 
 
 @hookimpl
 def strata_detect_devices(context: DetectionContext) -> Detection:
-    return walk(context.sysfs, context.recorder)
+    return walk(context.sysfs, recorder_of(context))
 
 
 def walk(sysfs: Path, read: Recorder) -> Detection:

@@ -15,6 +15,7 @@ from ..answer_cache import Recorder
 from ..api.manager import PluginManager
 from ..api.records import DetectionContext
 from ..detect.examples import sysfs_root
+from ..detect.recording import RecordingContext
 from ..digits import is_digits
 from ..errors import StrataError
 from . import config as run_config
@@ -100,7 +101,7 @@ def detection_context(request: PlanRequest) -> DetectionContext:
         hip = root == Path("/sys") and env.get("STRATA_HIP_PROBE", "1") != "0"
     cuda = env.get("STRATA_CUDA_PROBE", "1" if root == Path("/sys") else "0") != "0"
     names = env.get("STRATA_AMDGPU_IDS", str(AMDGPU_IDS))
-    return DetectionContext(
+    return RecordingContext(
         sysfs=root,
         env=dict(env),
         hip_probe=hip,

@@ -13,6 +13,7 @@ from ..api import arch
 from ..api.arch import Architectures, ArchRecord
 from ..api.manager import PluginManager
 from ..api.records import DetectionContext, Device, DeviceReport
+from ..detect.recording import recorder_of
 from ..detect.visibility import override_for, parse_override, visible_devices
 
 #: where no plugin's records are at hand: every target gets the fallback
@@ -44,11 +45,12 @@ def architectures(manager: PluginManager, recorder: Recorder) -> Architectures:
 def scan(manager: PluginManager, context: DetectionContext) -> DeviceScan:
     """Ask every detector plugin, then merge what they saw into devices, each with the record
     of its target that a plugin gives."""
-    archs = architectures(manager, context.recorder)
+    recorder = recorder_of(context)
+    archs = architectures(manager, recorder)
     answers = manager.detections(context)
     for name, _ in answers:
         if not manager.records[name].builtin:
-            context.recorder.refuse(f"detector plugin {name} reads what strata cannot check")
+            recorder.refuse(f"detector plugin {name} reads what strata cannot check")
     reports = [r for _, d in answers for r in d.reports]
     problems = [p for _, d in answers for p in d.problems]
     notes = [n for _, d in answers for n in d.notes]
