@@ -15,19 +15,24 @@ import os
 import selectors
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import IO, Any
 
 from . import bounded, stopping
 from .answer_cache import Recorder
+from .native_calls import call_in, mark_calls_in
 from .process_group import end_group, exited, exited_within, lead_new_group
 
 #: what is kept of what a child says besides its answer: its last line is why it failed
 OUTPUT_TAIL = 1 << 16
 #: how often the pipes' reader looks whether the child has ended
 GROUP_CHECK_S = 0.05
+#: the variable naming the file a probe module marks its native calls in (native_calls)
+CALLS_VARIABLE = "STRATA_CHILD_CALLS"
 
 
 class ChildFailed(Exception):
@@ -104,16 +109,19 @@ def run_json_module(
 ) -> dict[str, Any]:
     """The JSON answer of ``python -m module ARGS``; ChildFailed, with one line saying what
     went wrong, when it gave none (and then the command's answer is not one to cache)."""
-    child = subprocess.Popen(
-        [sys.executable, "-m", module, *args],
-        env=dict(env),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        process_group=0,
-    )
-    assert child.stdout is not None and child.stderr is not None
-    return _answer(SpawnedChild(child), child.stdout, child.stderr, timeout_s, what, recorder)
+    with tempfile.TemporaryDirectory(prefix="strata-probe-") as folder:
+        calls = Path(folder, "calling")
+        child = subprocess.Popen(
+            [sys.executable, "-m", module, *args],
+            env=dict(env) | {CALLS_VARIABLE: str(calls)},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            process_group=0,
+        )
+        assert child.stdout is not None and child.stderr is not None
+        spawned = SpawnedChild(child)
+        return _answer(spawned, child.stdout, child.stderr, timeout_s, what, recorder, calls)
 
 
 def run_json_forked(
@@ -128,6 +136,19 @@ def run_json_forked(
     :func:`run_json_module` says it. What the child needs is imported before the fork, and
     the child ends with os._exit, so that none of this process's exit handlers or buffers
     run twice."""
+    with tempfile.TemporaryDirectory(prefix="strata-probe-") as folder:
+        calls = Path(folder, "calling")
+        return _forked(function, env, timeout_s, what, recorder, calls)
+
+
+def _forked(
+    function: Callable[[Mapping[str, str]], Any],
+    env: Mapping[str, str],
+    timeout_s: float,
+    what: str,
+    recorder: Recorder,
+    calls: Path,
+) -> dict[str, Any]:
     answer_r, answer_w = os.pipe()
     output_r, output_w = os.pipe()
     pid = os.fork()
@@ -135,6 +156,8 @@ def run_json_forked(
         status = 1
         try:
             lead_new_group()
+            with contextlib.suppress(OSError):  # unmarked, the probe still answers
+                mark_calls_in(calls)
             os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # in a group of its own: no terminal
             os.close(answer_r)
             os.close(output_r)
@@ -156,7 +179,7 @@ def run_json_forked(
     os.close(answer_w)
     os.close(output_w)
     answer, output = os.fdopen(answer_r, "rb", buffering=0), os.fdopen(output_r, "rb", 0)
-    return _answer(ForkedChild(pid), answer, output, timeout_s, what, recorder)
+    return _answer(ForkedChild(pid), answer, output, timeout_s, what, recorder, calls)
 
 
 def _answer(
@@ -166,10 +189,12 @@ def _answer(
     timeout_s: float,
     what: str,
     recorder: Recorder,
+    calls: Path,
 ) -> dict[str, Any]:
     """The JSON object ``child`` writes on ``answer`` within ``timeout_s`` (what it says on
-    ``output`` gives the reason it failed); ChildFailed where there is none. The child never
-    outlives this call, and is ended with the command where that is stopped first."""
+    ``output`` gives the reason it failed, ``calls`` the native call it was in); ChildFailed
+    where there is none. The child never outlives this call, and is ended with the command
+    where that is stopped first."""
     deadline = time.monotonic() + timeout_s
     with stopping.running(child):
         with answer, output:
@@ -181,16 +206,19 @@ def _answer(
         except subprocess.TimeoutExpired:
             child.kill()
             code, late = child.wait(), True
+    call = call_in(calls)
     if late:
         recorder.refuse(f"{what} timed out")
-        raise ChildFailed(f"{what} gave no answer within {timeout_s:g} s")
+        stuck = f", stuck in {call}" if call else ""
+        raise ChildFailed(f"{what} gave no answer within {timeout_s:g} s{stuck}")
     if len(received) > bounded.CHILD_ANSWER.limit:
         recorder.refuse(f"{what} failed")
         raise ChildFailed(f"{what} gave an answer {bounded.CHILD_ANSWER.exceeded()}")
     if code != 0:
         recorder.refuse(f"{what} failed")
         last = (said.decode(errors="replace").strip().splitlines() or ["no message"])[-1]
-        raise ChildFailed(f"{what} failed (exit status {code}: {last})")
+        inside = f" in {call}" if call else ""
+        raise ChildFailed(f"{what} failed (exit status {code}: {last}){inside}")
     try:
         parsed = json.loads(received)
     except (json.JSONDecodeError, UnicodeDecodeError):
@@ -229,7 +257,11 @@ def _read(
 
 def answer_json(compute: Callable[[], Any]) -> None:
     """In a probe child: run ``compute`` with file descriptor 1 on stderr, so that native code
-    that prints cannot spoil the answer, then write its JSON on the real stdout."""
+    that prints cannot spoil the answer, then write its JSON on the real stdout. Its native
+    calls are marked where its parent named a file (CALLS_VARIABLE)."""
+    if os.environ.get(CALLS_VARIABLE):
+        with contextlib.suppress(OSError):  # unmarked, the probe still answers
+            mark_calls_in(Path(os.environ[CALLS_VARIABLE]))
     answer = os.fdopen(os.dup(1), "w")
     sys.stdout.flush()
     os.dup2(2, 1)

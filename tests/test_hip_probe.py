@@ -72,8 +72,8 @@ def test_a_runtime_that_hangs_is_abandoned_after_the_timeout(stand_in):
     library = stand_in("for (;;) {} return 0;")
     found = hip.run_probe(DetectionContext(env={"STRATA_HIP_LIBRARY": library}, hip_timeout_s=3))
     assert found.problems == (
-        "HIP runtime probe gave no answer within 3 s; using KFD facts only "
-        "(STRATA_HIP_PROBE_TIMEOUT sets the limit)",
+        f"HIP runtime probe gave no answer within 3 s, stuck in hipGetDeviceCount of {library}; "
+        "using KFD facts only (STRATA_HIP_PROBE_TIMEOUT sets the limit)",
     )
 
 

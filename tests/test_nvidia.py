@@ -99,19 +99,21 @@ def test_a_newer_card_runs_the_newest_ptx_below_it(tmp_path, env, stand_in, with
     ("fault", "problem"),
     [
         ("segv-on-load", "NVML probe failed (exit status -11: no message)"),
-        ("hang-count", "NVML probe gave no answer within 2 s"),
+        ("hang-count",
+         "NVML probe gave no answer within 2 s, stuck in nvmlDeviceGetCount_v2 of {nvml}"),
     ],
-)
+)  # fmt: skip
 def test_a_driver_that_crashes_or_hangs_is_one_line(
-    nvidia_tree, env, stand_in, with_driver, fault, problem
+    nvidia_tree, env, stand_in, with_driver, nvml_stand_in, fault, problem
 ):
+    """Said with the native call the probe was in, where it was in one."""
     result = run(
         "devices", "--json", "--sysfs", str(nvidia_tree),
         env=with_driver(env, stand_in, STAND_IN_FAULT=fault, STRATA_HIP_PROBE_TIMEOUT="2"),
     )  # fmt: skip
     assert result.returncode == 0
     assert json.loads(result.stdout)["warnings"] == [
-        f"{problem}; NVIDIA cards are known by PCI only"
+        f"{problem.format(nvml=nvml_stand_in)}; NVIDIA cards are known by PCI only"
         + (" (STRATA_HIP_PROBE_TIMEOUT sets the limit)" if fault == "hang-count" else "")
     ]
     assert result.stderr == ""
