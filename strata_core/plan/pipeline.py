@@ -17,7 +17,7 @@ import attrs
 from .. import archdb
 from ..api.arch import ROCBLAS, Architectures
 from ..api.manager import PluginManager
-from ..api.records import Device, RunContext, Workload
+from ..api.records import Device, KernelChoice, RunContext, Workload
 from ..api.switches import Resolved
 from ..errors import StrataError
 from ..gpu.backends import BACKENDS, numbering_of
@@ -39,11 +39,13 @@ from .plan import (
     EngineCards,
     HostRun,
     Plan,
+    Resolution,
     RunSettings,
-    build_plan,
+    TuningStage,
+    resolve_card,
     support_notes,
+    tuning_of,
     with_tables,
-    with_tuning,
 )
 from .resolve import parse_engine_args
 from .selection import DeviceChoice, NamedBackend, Selection
@@ -96,42 +98,61 @@ def make_plan(request: PlanRequest) -> PlanOutcome:
     user = dict(env) | parse_engine_args(request.engine_args, ENGINE_FLAGS)
     workload = profile.load(request.profile, recorder)
 
-    def plan_on(device: Device, plugin: str) -> Plan:
-        return build_plan(
+    def resolve_on(device: Device, plugin: str) -> Resolution:
+        return resolve_card(
             manager, device, plugin, context, user, config_env, config.args, config_name, workload
         )
 
-    plan = plan_on(main.device, plugin)
-    plan = attrs.evolve(plan, warnings=(*said, *plan.warnings))
+    card = resolve_on(main.device, plugin)
     split = (
-        packages.split_refusal(plan.package, found.cards, plan.context.os) if plan.package else None
+        packages.split_refusal(card.package, found.cards, card.context.os) if card.package else None
     )
-    if split:
-        plan = attrs.evolve(plan, package=None, warnings=(*plan.warnings, split))
-    if plan.backend in BACKENDS:
+    tuning = TuningStage({}, card.kernels)
+    if card.backend in BACKENDS:
         from ..tuning.lookup import data_dir, search_dirs
 
         dirs = search_dirs(config.exe, env, ()) + [Path(d) for d in config.tuning.dirs]
         dirs.append(data_dir(env))
-        plan = with_tuning(plan, manager, library_versions(request, plan), dirs, recorder)
+        tuning = tuning_of(card, manager, library_versions(request, card), dirs, recorder)
+    host = None
     if plugin == HOST or request.for_run:
-        host_plan = plan if plugin == HOST else plan_on(host_device(), HOST)
-        host = host_run(request, host_plan, workload)
-        plan = attrs.evolve(plan, host=host)
+        host_card = card if plugin == HOST else resolve_on(host_device(), HOST)
+        host = host_run(request, host_card, workload)
         if plugin == HOST:
             tables = {"host": host.tuning}
-            plan = attrs.evolve(plan, tuning=tables, kernels=with_tables(plan.kernels, tables))
+            tuning = TuningStage(tables, with_tables(card.kernels, tables))
+    run = None
     if request.for_run:
-        plan = attrs.evolve(plan, run=run_settings(request, manager, plan, workload))
+        run = run_settings(request, manager, card, tuning.kernels, workload)
+    cards = None
     if not request.device and selection.indices:
         given = {arg.partition("=")[0] for arg in request.engine_args if arg.startswith("--")}
         roles = selection.roles if found.choice.roles else {}
-        engine_cards = EngineCards(plan.backend, selection.indices, roles, frozenset(given))
-        plan = attrs.evolve(plan, cards=engine_cards)
-    facts |= card_facts(found, plan.backend, bool(request.device))
-    plan = attrs.evolve(plan, facts=facts)
-    # last, so that a plugin that broke in any hook above is among them
-    plan = attrs.evolve(plan, warnings=(*manager.problems, *found.problems, *plan.warnings))
+        cards = EngineCards(card.backend, selection.indices, roles, frozenset(given))
+    facts |= card_facts(found, card.backend, bool(request.device))
+    plan = Plan(
+        device=card.device,
+        plugin=card.plugin,
+        context=card.context,
+        package=None if split else card.package,
+        switches=card.switches,
+        args=card.args,
+        log=card.log + tuning.log,
+        # the manager's problems last of all, so that a plugin that broke in any hook above
+        # is among them
+        warnings=(
+            *manager.problems, *found.problems, *said, *card.warnings,
+            *((split,) if split else ()), *tuning.warnings,
+        ),
+        extra_env=card.extra_env,
+        tuning=tuning.decisions,
+        kernels=tuning.kernels,
+        pictures=card.pictures,
+        host=host,
+        run=run,
+        cards=cards,
+        facts=facts,
+    )  # fmt: skip
     return PlanOutcome(plan, main, selection, manager, config, path, found.no_gpu)
 
 
@@ -306,7 +327,7 @@ def refuse_unsupported(
         )
 
 
-def host_run(request: PlanRequest, host_plan: Plan, workload: Workload) -> HostRun:
+def host_run(request: PlanRequest, host_plan: Resolution, workload: Workload) -> HostRun:
     """What the host backend runs: its kernel choices, instruction set, tuning table and
     threads (measured now only for a run)."""
     from ..host.platform import blas_version, isa_level
@@ -329,7 +350,11 @@ def host_run(request: PlanRequest, host_plan: Plan, workload: Workload) -> HostR
 
 
 def run_settings(
-    request: PlanRequest, manager: PluginManager, plan: Plan, workload: Workload
+    request: PlanRequest,
+    manager: PluginManager,
+    plan: Resolution,
+    kernels: Mapping[str, KernelChoice],
+    workload: Workload,
 ) -> RunSettings:
     """What the workload runs with: its shape, threads, and on a card the plugin's kernel
     library, the runtimes to try, the prompt GEMM library's files and the time the GPU run
@@ -342,7 +367,7 @@ def run_settings(
     env = request.env
     if plan.plugin != HOST:
         library = manager.kernel_libraries((plan.plugin,)).get(plan.plugin)
-        gemm_libraries = library_paths(plan.kernels["prompt_gemm"].variant, env)
+        gemm_libraries = library_paths(kernels["prompt_gemm"].variant, env)
     return RunSettings(
         workload=workload,
         kernel_library=library,
@@ -354,7 +379,7 @@ def run_settings(
     )
 
 
-def library_versions(request: PlanRequest, plan: Plan) -> dict[str, Any]:
+def library_versions(request: PlanRequest, plan: Resolution) -> dict[str, Any]:
     """hipBLASLt, rocBLAS and cuBLASLt versions: given on the command line, else probed where
     a table decision needs one, except for a card that is not in this PC."""
     from ..tuning import versions

@@ -123,6 +123,40 @@ class EngineCards:
 
 
 @attrs.frozen
+class Resolution:
+    """A card's switches resolved and its kernels chosen by the plugin that runs it: the first
+    stage of a plan (:func:`resolve_card`), which the tables, the host's run and the run's
+    settings are decided on."""
+
+    device: Device
+    plugin: str
+    context: RunContext
+    package: packages.Package | None
+    switches: Mapping[str, Resolved]
+    args: Mapping[str, Resolved]
+    log: tuple[str, ...]
+    warnings: tuple[str, ...]
+    extra_env: Mapping[str, str]
+    kernels: Mapping[str, KernelChoice]
+    pictures: PictureReader | None
+
+    @property
+    def backend(self) -> str:
+        return backend_of(self.device)
+
+
+@attrs.frozen
+class TuningStage:
+    """The tables a plan takes (by library), the kernel choices they change, and their start
+    lines and warnings."""
+
+    decisions: Mapping[str, TuningDecision]
+    kernels: Mapping[str, KernelChoice]
+    log: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+@attrs.frozen
 class Plan:
     device: Device
     plugin: str
@@ -224,6 +258,24 @@ def build_plan(
     config_name: str,
     workload: Workload = DEFAULT_WORKLOAD,
 ) -> Plan:
+    """The plan of :func:`resolve_card` alone: no tables, host run or run settings."""
+    card = resolve_card(
+        manager, device, plugin, context, user, config_env, config_args, config_name, workload
+    )
+    return Plan(**attrs.asdict(card, recurse=False))
+
+
+def resolve_card(
+    manager: PluginManager,
+    device: Device,
+    plugin: str,
+    context: RunContext,
+    user: Mapping[str, str],
+    config_env: Mapping[str, str],
+    config_args: tuple[str, ...],
+    config_name: str,
+    workload: Workload = DEFAULT_WORKLOAD,
+) -> Resolution:
     """Resolve every switch for ``device`` run by ``plugin``, and choose its kernels.
 
     ``user`` is the user's environment plus the engine arguments given on the command line
@@ -275,7 +327,7 @@ def build_plan(
         choice.op: choice
         for choice in manager.kernel_choices(plugin, device, context, values, workload)
     }
-    return Plan(
+    return Resolution(
         device=device,
         plugin=plugin,
         context=context,
@@ -334,16 +386,16 @@ def support_notes(device: Device) -> list[str]:
     return []
 
 
-def with_tuning(
-    plan: Plan,
+def tuning_of(
+    plan: Resolution,
     manager: PluginManager,
     versions: Mapping[str, LibraryVersion],
     dirs: list[Any],
     recorder: Recorder,
-) -> Plan:
-    """The plan with its table decisions (hipBLASLt and rocBLAS on an AMD card, cuBLASLt on
-    an NVIDIA card), their start lines and warnings, and the prompt GEMM's path with the
-    table it takes. ``dirs`` are the folders searched before the plugin's own."""
+) -> TuningStage:
+    """The card's table decisions (hipBLASLt and rocBLAS on an AMD card, cuBLASLt on an
+    NVIDIA card), their start lines and warnings, and the prompt GEMM's path with the table
+    it takes. ``dirs`` are the folders searched before the plugin's own."""
     from ..tuning.lookup import decide_cublaslt, decide_hipblaslt, decide_rocblas
 
     folders = [*dirs, *manager.tuning_dirs(plan.plugin, plan.device)]
@@ -357,10 +409,9 @@ def with_tuning(
         "cublaslt": lambda: decide_cublaslt(gfx, switches, versions["cublaslt"], folders, recorder),
     }
     decisions = {library: decide[library]() for library in BACKENDS[plan.backend].blas_libraries}
-    return attrs.evolve(
-        plan,
-        tuning=decisions,
-        kernels=with_tables(plan.kernels, decisions),
-        log=plan.log + tuple(line for d in decisions.values() for line in d.log),
-        warnings=plan.warnings + tuple(w for d in decisions.values() for w in d.warnings),
+    return TuningStage(
+        decisions,
+        with_tables(plan.kernels, decisions),
+        tuple(line for d in decisions.values() for line in d.log),
+        tuple(w for d in decisions.values() for w in d.warnings),
     )
