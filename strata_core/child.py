@@ -18,7 +18,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -39,14 +39,16 @@ class ChildFailed(Exception):
     """The child gave no answer; the message says why in one line."""
 
 
-class ForkedChild:
-    """A forked child that leads its own process group, as stopping.Child: ``kill`` ends the
-    group, and only until the child is reaped (its pid is then free for another process);
-    reaped once, whichever thread waits first, after what is left of its group is ended."""
+class GroupChild:
+    """A child that leads its own process group, as stopping.Child: ``kill`` ends the group,
+    and only until the child is reaped (its pid is then free for another process); reaped
+    once, by ``reap`` (its exit status as subprocess gives it: -N for signal N), whichever
+    thread waits first, after what is left of its group is ended."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, reap: Callable[[], int]) -> None:
         self.pid = pid
         self.status: int | None = None
+        self._reap = reap
         self._lock = threading.Lock()
 
     def kill(self) -> None:
@@ -61,42 +63,23 @@ class ForkedChild:
                 end_group(self.pid)
 
     def wait(self, timeout: float | None = None) -> int:
-        """Its exit status as subprocess gives it (-N: killed by signal N); where it has not
-        ended within ``timeout`` seconds, subprocess.TimeoutExpired."""
+        """Its exit status; where it has not ended within ``timeout`` seconds,
+        subprocess.TimeoutExpired."""
         if not exited_within(self.pid, math.inf if timeout is None else timeout):
-            raise subprocess.TimeoutExpired(f"forked child {self.pid}", timeout or 0)
+            raise subprocess.TimeoutExpired(f"child {self.pid}", timeout or 0)
         with self._lock:
             if self.status is None:
                 end_group(self.pid)
-                self.status = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+                self.status = self._reap()
             return self.status
 
 
-class SpawnedChild:
-    """A subprocess.Popen child that leads its own process group, as ForkedChild is one."""
-
-    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
-        self.popen = popen
-        self.pid = popen.pid
-        self._lock = threading.Lock()
-
-    def kill(self) -> None:
-        with self._lock:
-            if self.popen.returncode is None:
-                end_group(self.pid)
-
-    def end_group_if_exited(self) -> None:
-        with self._lock:
-            if self.popen.returncode is None and exited(self.pid):
-                end_group(self.pid)
-
-    def wait(self, timeout: float | None = None) -> int:
-        if not exited_within(self.pid, math.inf if timeout is None else timeout):
-            raise subprocess.TimeoutExpired(self.popen.args, timeout or 0)
-        with self._lock:
-            if self.popen.returncode is None:
-                end_group(self.pid)
-            return self.popen.wait()
+@contextlib.contextmanager
+def _calls_file() -> Iterator[Path]:
+    """Where a child marks the native call it is in (native_calls), in a new private folder
+    removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="strata-probe-") as folder:
+        yield Path(folder, "calling")
 
 
 def run_json_module(
@@ -109,8 +92,7 @@ def run_json_module(
 ) -> dict[str, Any]:
     """The JSON answer of ``python -m module ARGS``; ChildFailed, with one line saying what
     went wrong, when it gave none (and then the command's answer is not one to cache)."""
-    with tempfile.TemporaryDirectory(prefix="strata-probe-") as folder:
-        calls = Path(folder, "calling")
+    with _calls_file() as calls:
         child = subprocess.Popen(
             [sys.executable, "-m", module, *args],
             env=dict(env) | {CALLS_VARIABLE: str(calls)},
@@ -120,7 +102,7 @@ def run_json_module(
             process_group=0,
         )
         assert child.stdout is not None and child.stderr is not None
-        spawned = SpawnedChild(child)
+        spawned = GroupChild(child.pid, child.wait)
         return _answer(spawned, child.stdout, child.stderr, timeout_s, what, recorder, calls)
 
 
@@ -136,8 +118,7 @@ def run_json_forked(
     :func:`run_json_module` says it. What the child needs is imported before the fork, and
     the child ends with os._exit, so that none of this process's exit handlers or buffers
     run twice."""
-    with tempfile.TemporaryDirectory(prefix="strata-probe-") as folder:
-        calls = Path(folder, "calling")
+    with _calls_file() as calls:
         return _forked(function, env, timeout_s, what, recorder, calls)
 
 
@@ -179,11 +160,15 @@ def _forked(
     os.close(answer_w)
     os.close(output_w)
     answer, output = os.fdopen(answer_r, "rb", buffering=0), os.fdopen(output_r, "rb", 0)
-    return _answer(ForkedChild(pid), answer, output, timeout_s, what, recorder, calls)
+
+    def reap() -> int:
+        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+    return _answer(GroupChild(pid, reap), answer, output, timeout_s, what, recorder, calls)
 
 
 def _answer(
-    child: ForkedChild | SpawnedChild,
+    child: GroupChild,
     answer: IO[bytes],
     output: IO[bytes],
     timeout_s: float,
@@ -229,7 +214,7 @@ def _answer(
 
 
 def _read(
-    answer: IO[bytes], output: IO[bytes], deadline: float, child: ForkedChild | SpawnedChild
+    answer: IO[bytes], output: IO[bytes], deadline: float, child: GroupChild
 ) -> tuple[bytes, bytes, bool]:
     """What ``child`` writes on its two pipes until they close (once it has ended, what it
     started, which may hold them, is ended too); its answer read to one byte past
