@@ -13,7 +13,7 @@ from strata_core.detect.visibility import is_runtime_variable
 from strata_core.plan.claims import assign
 from strata_core.plan.packages import package_for
 from strata_core.plan.pipeline import named_device
-from strata_core.plan.plan import build_plan
+from strata_core.plan.plan import resolve_card
 from strata_core.plan.resolve import parse_engine_args, without_flags
 from strata_core.testing import device_for
 
@@ -43,7 +43,7 @@ def plan(manager):
         archs = Architectures(manager.arch_records())
         device = device or named_device(gfx, integrated, archs, manager)
         (assignment,), _ = assign(manager, [device])
-        return build_plan(
+        return resolve_card(
             manager,
             device,
             assignment.plugin,
@@ -52,7 +52,7 @@ def plan(manager):
             config or {},
             tuple(args),
             "strata.toml",
-        )
+        ).as_plan()
 
     return make
 

@@ -144,6 +144,10 @@ class Resolution:
     def backend(self) -> str:
         return backend_of(self.device)
 
+    def as_plan(self) -> Plan:
+        """The plan of this stage alone: no tables, host run, run settings or cards."""
+        return Plan(**attrs.asdict(self, recurse=False))
+
 
 @attrs.frozen
 class TuningStage:
@@ -245,24 +249,6 @@ def declarations(
             else:
                 switches[switch.name] = switch
     return switches, warnings
-
-
-def build_plan(
-    manager: PluginManager,
-    device: Device,
-    plugin: str,
-    context: RunContext,
-    user: Mapping[str, str],
-    config_env: Mapping[str, str],
-    config_args: tuple[str, ...],
-    config_name: str,
-    workload: Workload = DEFAULT_WORKLOAD,
-) -> Plan:
-    """The plan of :func:`resolve_card` alone: no tables, host run or run settings."""
-    card = resolve_card(
-        manager, device, plugin, context, user, config_env, config_args, config_name, workload
-    )
-    return Plan(**attrs.asdict(card, recurse=False))
 
 
 def resolve_card(

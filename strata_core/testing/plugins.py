@@ -12,7 +12,7 @@ from ..api.records import Device, RunContext
 from ..errors import StrataError
 from ..plan import devices
 from ..plan.claims import assign
-from ..plan.plan import Plan, build_plan
+from ..plan.plan import Plan, resolve_card
 
 
 def manager_for(
@@ -52,6 +52,6 @@ def plan_for(
     (assignment,), problems = assign(manager, [device], env.get("STRATA_ARCH_PLUGIN"))
     if assignment.plugin is None:
         raise StrataError("; ".join([f"{device.gfx}: {assignment.reason}", *problems]))
-    return build_plan(
+    return resolve_card(
         manager, device, assignment.plugin, context or RunContext(), env, {}, (), "no run config"
-    )
+    ).as_plan()
