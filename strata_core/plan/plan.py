@@ -142,6 +142,7 @@ class Resolution:
 
     @property
     def backend(self) -> str:
+        """What runs: ``hip`` on an AMD card, ``cuda`` on an NVIDIA card, else ``host``."""
         return backend_of(self.device)
 
     def as_plan(self) -> Plan:
@@ -161,19 +162,11 @@ class TuningStage:
 
 
 @attrs.frozen
-class Plan:
-    device: Device
-    plugin: str
-    context: RunContext
-    package: packages.Package | None
-    switches: Mapping[str, Resolved]
-    args: Mapping[str, Resolved]
-    log: tuple[str, ...]
-    warnings: tuple[str, ...]
-    extra_env: Mapping[str, str] = attrs.field(factory=dict)
+class Plan(Resolution):
+    """What runs and why: the card's resolution, its kernels as the tables leave them, and the
+    stages decided on it (:func:`strata_core.plan.pipeline.make_plan` builds it once)."""
+
     tuning: Mapping[str, TuningDecision] = attrs.field(factory=dict)
-    kernels: Mapping[str, KernelChoice] = attrs.field(factory=dict)
-    pictures: PictureReader | None = None
     #: the host backend's: in a plan for the host, and for a run (PlanRequest.for_run)
     host: HostRun | None = None
     #: for a run only
@@ -184,11 +177,6 @@ class Plan:
     #: ``cards``), each with where it came from: ``user`` (strata-core's options), ``config``,
     #: ``engine argument`` (after `run --`) or ``builtin`` (nobody said)
     facts: Mapping[str, Resolved] = attrs.field(factory=dict)
-
-    @property
-    def backend(self) -> str:
-        """What runs: ``hip`` on an AMD card, ``cuda`` on an NVIDIA card, else ``host``."""
-        return backend_of(self.device)
 
     def verbose(self, library: str) -> bool:
         """STRATA_HIPBLASLT_VERBOSE=1 / STRATA_ROCBLAS_VERBOSE=1, wherever the user set it."""
